@@ -1,0 +1,395 @@
+// reduce_cli: reduce generated data or a file on one or every backend, run one rung or the
+// whole ladder, and check every result against the host reference.
+//
+// Exit codes: 0 every result agrees with the reference, 1 a result disagrees, 2 usage or
+// input error (and device errors), 3 a backend asked for by name is unavailable.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "table.hpp"
+#include "xreduce/xreduce.hpp"
+
+namespace {
+
+using namespace xr;
+using nlohmann::json;
+
+enum Exit { kAgree = 0, kDisagree = 1, kUsage = 2, kUnavailable = 3 };
+
+struct Args {
+  std::string backend = "all";
+  std::string op = "sum";
+  std::optional<std::string> type;
+  std::string n_text = "2^24";
+  std::string dist = "uniform";
+  std::uint64_t seed = 42;
+  std::string input;
+  std::string format = "auto";
+  std::string kernel = "auto";
+  std::string accumulator = "wide";
+  int repeat = 5;
+  int warmup = 1;
+  unsigned block = 0, coarsening = 0, threads = 0;
+  std::uint64_t grid = 0;
+  int platform = -1;
+  std::string device;
+  bool json = false;
+  bool list = false;
+};
+
+// "16777216", "16M", "16Mi", "2^24", "1e6", "64K": a count of elements.
+std::uint64_t parse_count(const std::string& text) {
+  const auto bad = [&]() -> std::uint64_t {
+    throw InvalidArgument("--n: cannot read '" + text + "' as a count (examples: 16777216, 16M, 2^24, 1e6)");
+  };
+  if (text.empty()) return bad();
+  if (const auto caret = text.find('^'); caret != std::string::npos) {
+    std::size_t used = 0;
+    unsigned long base = 0, exp = 0;
+    try {
+      base = std::stoul(text.substr(0, caret), &used);
+      if (used != caret) return bad();
+      exp = std::stoul(text.substr(caret + 1), &used);
+      if (used != text.size() - caret - 1) return bad();
+    } catch (const std::logic_error&) {
+      return bad();
+    }
+    long double v = std::pow(static_cast<long double>(base), static_cast<long double>(exp));
+    if (v > 1.8e19L) throw InvalidArgument("--n: " + text + " is too large");
+    return static_cast<std::uint64_t>(v);
+  }
+  std::string digits = text;
+  long double scale = 1;
+  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(digits.back())));
+  if (digits.size() > 1 && (last == 'K' || last == 'M' || last == 'G' || last == 'T')) {
+    scale = last == 'K' ? 1024.0L : last == 'M' ? 1048576.0L : last == 'G' ? 1073741824.0L : 1099511627776.0L;
+    digits.pop_back();
+  } else if (digits.size() > 2 && (digits.ends_with("Ki") || digits.ends_with("Mi") || digits.ends_with("Gi"))) {
+    return parse_count(digits.substr(0, digits.size() - 1));
+  }
+  long double v = 0;
+  try {
+    std::size_t used = 0;
+    v = std::stold(digits, &used);
+    if (used != digits.size()) return bad();
+  } catch (const std::logic_error&) {
+    return bad();
+  }
+  v *= scale;
+  if (!(v >= 0) || v > 1.8e19L || v != std::floor(v)) throw InvalidArgument("--n: '" + text + "' is not a whole count");
+  return static_cast<std::uint64_t>(v);
+}
+
+// A progress line on stderr, only when stderr is a terminal.
+class Progress {
+ public:
+  explicit Progress(bool enabled) : on_(enabled && isatty(STDERR_FILENO)) {}
+  ~Progress() { clear(); }
+  void show(const std::string& text) {
+    if (on_) std::cerr << "\r\033[K" << text << std::flush;
+  }
+  void clear() {
+    if (on_) std::cerr << "\r\033[K" << std::flush;
+  }
+
+ private:
+  bool on_;
+};
+
+struct Row {
+  Result result;
+  KernelKind kind = KernelKind::Rung;
+  Agreement agreement;
+};
+
+json to_json(const Row& row, const Reference& ref) {
+  const Result& r = row.result;
+  json j = {{"backend", r.backend}, {"device", r.device}, {"kernel", r.kernel}, {"op", to_string(r.op)},
+            {"type", to_string(r.type)}, {"n", r.n}, {"finish", r.finish}, {"launches", r.launches},
+            {"repeats", r.repeats}, {"kernel_ms", r.kernel_ms}, {"transfer_ms", r.transfer_ms},
+            {"bytes_per_s", r.bytes_per_s}, {"rounding_depth", r.rounding_depth}};
+  if (row.kind == KernelKind::Probe) {
+    j["probe"] = true;
+    return j;
+  }
+  j["value"] = r.value.to_string();
+  j["value_type"] = to_string(r.value.type);
+  j["reference"] = ref.value.to_string();
+  j["agrees"] = row.agreement.ok;
+  j["error"] = row.agreement.error;
+  j["bound"] = row.agreement.bound;
+  return j;
+}
+
+std::string gbps(const Result& r) { return cli::fixed(r.bytes_per_s / 1e9, 1); }
+std::string ms(const Result& r) { return cli::fixed(r.kernel_ms, 3); }
+
+class App {
+ public:
+  explicit App(Args a) : args_(std::move(a)) {}
+
+  int run() {
+    if (args_.list) return list();
+    options_.kernel = args_.kernel;
+    options_.accumulator = args_.accumulator == "native" ? Accumulator::Native : Accumulator::Wide;
+    options_.repeat = args_.repeat;
+    options_.warmup = args_.warmup;
+    options_.block_size = args_.block;
+    options_.grid_size = args_.grid;
+    options_.coarsening = args_.coarsening;
+    options_.threads = args_.threads;
+    op_ = parse_op(args_.op);
+    load_input();
+    if (args_.kernel != "list") {
+      require_value_exists(op_, input_.size());
+      reference_ = reference_reduce(input_.view(), op_, options_.accumulator);
+    }
+
+    const auto names = selected_backends();
+    int status = kAgree;
+    json out = json::array();
+    for (const auto& name : names) {
+      const BackendStatus st = backend_status(name);
+      if (!st.usable) {
+        if (args_.backend != "all") throw BackendUnavailable(name, st.reason);
+        if (!args_.json) notes_.push_back(name + ": skipped, " + st.reason);
+        continue;
+      }
+      BackendOptions bo;
+      bo.platform = args_.platform;
+      bo.device = args_.device;
+      auto reducer = make_reducer(name, bo);
+      if (args_.kernel == "list") {
+        print_kernels(*reducer);
+        continue;
+      }
+      const auto rows = args_.kernel == "all" ? ladder(*reducer) : one_kernel(*reducer);
+      for (const auto& row : rows) {
+        if (row.kind != KernelKind::Probe && !row.agreement.ok) status = kDisagree;
+        out.push_back(to_json(row, reference_));
+      }
+      if (!args_.json && args_.kernel == "all") print_ladder(rows);
+      all_rows_.insert(all_rows_.end(), rows.begin(), rows.end());
+    }
+    if (args_.json) {
+      std::cout << out.dump(2) << '\n';
+    } else if (args_.kernel != "all" && args_.kernel != "list") {
+      print_summary();
+    }
+    if (!args_.json)
+      for (const auto& note : notes_) std::cout << note << '\n';
+    return status;
+  }
+
+ private:
+  Args args_;
+  RunOptions options_;
+  Op op_ = Op::Sum;
+  HostBuffer input_;
+  Reference reference_;
+  std::vector<Row> all_rows_;
+  std::vector<std::string> notes_;
+
+  void load_input() {
+    std::optional<DType> type;
+    if (args_.type) type = parse_dtype(*args_.type);
+    if (!args_.input.empty()) {
+      input_ = load_file(args_.input, type, parse_file_format(args_.format));
+      source_ = args_.input;
+    } else {
+      const std::uint64_t n = parse_count(args_.n_text);
+      input_ = generate(type.value_or(DType::F32), n, parse_dist(args_.dist), args_.seed);
+      source_ = std::string(to_string(parse_dist(args_.dist))) + ", seed " + std::to_string(args_.seed);
+    }
+  }
+  std::string source_;
+
+  std::vector<std::string> selected_backends() const {
+    if (args_.backend == "all") return backend_names();
+    backend_status(args_.backend);  // throws InvalidArgument for an unknown name
+    return {args_.backend};
+  }
+
+  Row run_one(Reducer& reducer, const KernelInfo& k, Progress& progress, const std::string& label) {
+    progress.show(label);
+    RunOptions o = options_;
+    o.kernel = k.name;
+    Row row;
+    row.kind = k.kind;
+    row.result = reducer.reduce(input_.view(), op_, o);
+    if (k.kind != KernelKind::Probe) row.agreement = check_result(row.result, reference_);
+    return row;
+  }
+
+  std::vector<Row> one_kernel(Reducer& reducer) {
+    Progress progress(args_.repeat >= 50);
+    const KernelInfo k = reducer.kernel(args_.kernel);
+    return {run_one(reducer, k, progress, reducer.backend() + ": " + k.name)};
+  }
+
+  std::vector<Row> ladder(Reducer& reducer) {
+    std::vector<KernelInfo> todo;
+    for (const auto& k : reducer.kernels())
+      if (k.kind == KernelKind::Probe || k.supports(op_, input_.type())) todo.push_back(k);
+    Progress progress(true);
+    std::vector<Row> rows;
+    for (std::size_t i = 0; i < todo.size(); ++i)
+      rows.push_back(run_one(reducer, todo[i], progress,
+                             reducer.backend() + " [" + std::to_string(i + 1) + "/" + std::to_string(todo.size()) +
+                                 "] " + todo[i].name));
+    return rows;
+  }
+
+  std::string header_line(const Result& r) const {
+    return r.backend + " on " + r.device + ": " + std::string(to_string(op_)) + " of " +
+           std::to_string(input_.size()) + " " + std::string(to_string(input_.type())) + " (" + source_ + "), median of " +
+           std::to_string(options_.repeat) + " after " + std::to_string(options_.warmup) + " warm-up";
+  }
+
+  void print_ladder(const std::vector<Row>& rows) const {
+    if (rows.empty()) return;
+    std::cout << header_line(rows.front().result) << "; reference " << reference_.value.to_string() << '\n';
+    const Row* baseline = nullptr;
+    for (const auto& row : rows)
+      if (row.kind == KernelKind::Baseline || row.kind == KernelKind::Probe) baseline = &row;
+    cli::Table t({"rung", "time ms", "GB/s", "step", "cumulative", baseline ? "vs " + baseline->result.kernel : "",
+                  "launches", "value", "agrees"});
+    const Row* first = nullptr;
+    const Row* previous = nullptr;
+    for (const auto& row : rows) {
+      const Result& r = row.result;
+      const bool ours = row.kind == KernelKind::Rung || row.kind == KernelKind::Auto;
+      std::string step = "", cumulative = "";
+      if (ours && row.kind == KernelKind::Rung) {
+        if (!first) first = &row;
+        if (previous) step = cli::fixed(previous->result.kernel_ms / r.kernel_ms, 2) + "x";
+        cumulative = cli::fixed(first->result.kernel_ms / r.kernel_ms, 2) + "x";
+        previous = &row;
+      } else if (ours && first) {
+        cumulative = cli::fixed(first->result.kernel_ms / r.kernel_ms, 2) + "x";
+      }
+      const std::string vs = baseline ? cli::fixed(100.0 * r.bytes_per_s / baseline->result.bytes_per_s, 0) + "%" : "";
+      const bool probe = row.kind == KernelKind::Probe;
+      t.add({r.kernel + (row.kind == KernelKind::Baseline || probe ? " (baseline)" : ""), ms(r), gbps(r), step,
+             cumulative, vs, std::to_string(r.launches), probe ? "-" : r.value.to_string(),
+             probe ? "-" : (row.agreement.ok ? "yes" : "NO")});
+    }
+    t.print(std::cout);
+    std::cout << '\n';
+  }
+
+  void print_summary() const {
+    std::cout << std::string(to_string(op_)) << " of " << input_.size() << " " << to_string(input_.type()) << " ("
+              << source_ << "); reference " << reference_.value.to_string() << "; median of " << options_.repeat
+              << " runs\n";
+    cli::Table t({"backend", "device", "kernel", "value", "agrees", "time ms", "GB/s", "transfer ms"});
+    for (const auto& row : all_rows_) {
+      const Result& r = row.result;
+      const bool probe = row.kind == KernelKind::Probe;
+      t.add({r.backend, r.device, r.kernel, probe ? "-" : r.value.to_string(),
+             probe ? "-" : (row.agreement.ok ? "yes" : "NO: " + row.agreement.detail), ms(r), gbps(r),
+             cli::fixed(r.transfer_ms, 3)});
+    }
+    t.print(std::cout);
+  }
+
+  void print_kernels(const Reducer& reducer) const {
+    std::cout << reducer.backend() << " on " << reducer.device() << ":\n";
+    cli::Table t({"kernel", "ops", "types", "note"});
+    for (const auto& k : reducer.kernels()) {
+      std::string ops, types;
+      for (auto o : k.ops) ops += (ops.empty() ? "" : ",") + std::string(to_string(o));
+      for (auto d : k.types) types += (types.empty() ? "" : ",") + std::string(to_string(d));
+      t.add({k.name, ops, types, k.note});
+    }
+    t.print(std::cout);
+  }
+
+  int list() const {
+    json out = json::array();
+    cli::Table t({"backend", "compiled", "usable", "device", "detail"});
+    for (const auto& s : backend_statuses()) {
+      json devices = json::array();
+      for (const auto& d : s.devices) devices.push_back({{"name", d.name}, {"detail", d.detail}});
+      out.push_back({{"backend", s.name}, {"compiled", s.compiled}, {"usable", s.usable}, {"reason", s.reason},
+                     {"devices", devices}});
+      if (s.devices.empty()) t.add({s.name, s.compiled ? "yes" : "no", s.usable ? "yes" : "no", "-", s.reason});
+      for (std::size_t i = 0; i < s.devices.size(); ++i)
+        t.add({i ? "" : s.name, i ? "" : (s.compiled ? "yes" : "no"), i ? "" : (s.usable ? "yes" : "no"),
+               std::to_string(i) + ": " + s.devices[i].name, s.devices[i].detail});
+    }
+    if (args_.json) std::cout << out.dump(2) << '\n';
+    else t.print(std::cout);
+    return kAgree;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App cli{
+      "reduce_cli: reduce an array on CUDA, OpenCL and OpenMP and check each result against an exact host "
+      "reference.\nWith no arguments: 2^24 uniform f32 values summed by every available backend's auto "
+      "kernel.\nExit codes: 0 all agree, 1 a result disagrees, 2 usage or input error, 3 backend unavailable.",
+      "reduce_cli"};
+  cli.add_option("--backend,-b", a.backend, "cuda, opencl, omp or all")
+      ->check(CLI::IsMember({"cuda", "opencl", "omp", "all"}))
+      ->capture_default_str();
+  cli.add_option("--op", a.op, "sum, prod, min or max")->capture_default_str();
+  cli.add_option("--type,-t", a.type, "element type: i32, i64, f32 (default) or f64; raw files need it");
+  cli.add_option("--n,-n", a.n_text, "elements to generate: 16777216, 16M, 2^24, 1e6")->capture_default_str();
+  cli.add_option("--dist", a.dist, "uniform, normal, ones, cancel or exact_product")->capture_default_str();
+  cli.add_option("--seed", a.seed, "generator seed")->capture_default_str();
+  cli.add_option("--input,-i", a.input, "read the input from FILE (raw binary, .npy, or text one number a line)");
+  cli.add_option("--format", a.format, "input file format: auto, raw, npy or text")->capture_default_str();
+  cli.add_option("--kernel,-k", a.kernel, "a rung name, 'all' for the ladder, 'list' to list rungs")
+      ->capture_default_str();
+  cli.add_option("--accumulator", a.accumulator, "i32 sums: wide (i64) or native (i32, wraps)")
+      ->check(CLI::IsMember({"wide", "native"}))
+      ->capture_default_str();
+  cli.add_option("--repeat,-r", a.repeat, "timed runs (the median is reported)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cli.add_option("--warmup", a.warmup, "untimed runs first")->check(CLI::Range(0, 1000000))->capture_default_str();
+  cli.add_option("--block", a.block, "threads per block / work-group size (0: the rung's default)");
+  cli.add_option("--grid", a.grid, "blocks / work-groups of the first pass (0: the rung's default)");
+  cli.add_option("--coarsening", a.coarsening, "elements per work-item before the tree (OpenCL 'coarse')");
+  cli.add_option("--threads", a.threads, "OpenMP threads (0: the runtime's default)");
+  cli.add_option("--platform", a.platform, "OpenCL platform index");
+  cli.add_option("--device,-d", a.device, "device index, or a name substring (OpenCL)");
+  cli.add_flag("--json", a.json, "print results as JSON");
+  cli.add_flag("--list", a.list, "list backends and devices, and why any is unavailable");
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return cli.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return cli.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "reduce_cli: error: " << e.what() << " (see --help)\n";
+    return kUsage;
+  }
+  try {
+    return App(std::move(a)).run();
+  } catch (const xr::BackendUnavailable& e) {
+    std::cerr << "reduce_cli: error: " << e.what() << '\n';
+    return kUnavailable;
+  } catch (const xr::KernelBuildError& e) {
+    std::cerr << "reduce_cli: error: " << e.what() << '\n' << e.log() << '\n';
+    return kUsage;
+  } catch (const xr::Error& e) {
+    std::cerr << "reduce_cli: error: " << e.what() << '\n';
+    return kUsage;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "reduce_cli: error: out of host memory\n";
+    return kUsage;
+  }
+}

@@ -1,0 +1,43 @@
+# Backend options: each XREDUCE_<NAME> is AUTO (built when its toolkit is found), ON (a
+# missing toolkit is a configure error) or OFF. xr_resolve_backend records the decision and
+# its reason for the summary printed at the end of configuration.
+
+function(xr_backend_option name doc)
+  set(XREDUCE_${name} AUTO CACHE STRING "${doc}: AUTO, ON or OFF")
+  set_property(CACHE XREDUCE_${name} PROPERTY STRINGS AUTO ON OFF)
+  string(TOUPPER "${XREDUCE_${name}}" mode)
+  if(NOT mode MATCHES "^(AUTO|ON|OFF)$")
+    message(FATAL_ERROR "XREDUCE_${name}=${XREDUCE_${name}}: expected AUTO, ON or OFF")
+  endif()
+  set(XREDUCE_${name}_MODE ${mode} PARENT_SCOPE)
+endfunction()
+
+# xr_resolve_backend(<name> <found> <why-not-found>): sets XR_BUILD_<name> and XR_WHY_<name>.
+function(xr_resolve_backend name found why_not)
+  set(mode ${XREDUCE_${name}_MODE})
+  if(mode STREQUAL "OFF")
+    set(build OFF)
+    set(why "XREDUCE_${name}=OFF")
+  elseif(found)
+    set(build ON)
+    set(why "found")
+  elseif(mode STREQUAL "ON")
+    message(FATAL_ERROR "XREDUCE_${name}=ON but ${why_not}")
+  else()
+    set(build OFF)
+    set(why "${why_not}")
+  endif()
+  set(XR_BUILD_${name} ${build} PARENT_SCOPE)
+  set(XR_WHY_${name} "${why}" PARENT_SCOPE)
+endfunction()
+
+function(xr_print_summary)
+  message(STATUS "xreduce ${PROJECT_VERSION} backends:")
+  foreach(name OPENMP CUDA OPENCL)
+    if(XR_BUILD_${name})
+      message(STATUS "  ${name}: built (${XR_WHY_${name}})")
+    else()
+      message(STATUS "  ${name}: not built (${XR_WHY_${name}})")
+    endif()
+  endforeach()
+endfunction()

@@ -1,0 +1,49 @@
+// Owned host memory holding n elements of one DType, and the seeded generators that fill it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "xreduce/reducer.hpp"
+#include "xreduce/types.hpp"
+
+namespace xr {
+
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  HostBuffer(DType type, std::uint64_t n);  // 64-byte aligned, uninitialised
+  DType type() const { return type_; }
+  std::uint64_t size() const { return n_; }
+  std::uint64_t bytes() const { return n_ * size_of(type_); }
+  void* data() { return data_.get(); }
+  const void* data() const { return data_.get(); }
+  template <class T> T* as() { return static_cast<T*>(data()); }
+  template <class T> const T* as() const { return static_cast<const T*>(data()); }
+  HostArray view() const { return {data(), n_, type_}; }
+
+ private:
+  struct Free { void operator()(void* p) const; };
+  DType type_ = DType::F32;
+  std::uint64_t n_ = 0;
+  std::unique_ptr<void, Free> data_;
+};
+
+enum class Dist : std::uint8_t {
+  Uniform,       // floats in [-1, 1); integers in [-1000, 1000]
+  Normal,        // mean 0, standard deviation 1 (integers: rounded, times 100)
+  Ones,          // every element 1
+  Cancel,        // +-2^20 pairs in random places plus uniform noise: sums far below sum|x|
+  ExactProduct,  // mostly +-1, a few 2 and 1/2 (floats) or 2 and -1 (ints): every order of
+                 // multiplication gives the same exact product, no overflow
+};
+
+std::string_view to_string(Dist d);
+Dist parse_dist(std::string_view text);  // throws InvalidArgument
+
+// Element i depends only on (seed, i, dist, type): the same bytes on every machine and for
+// every thread count.
+HostBuffer generate(DType type, std::uint64_t n, Dist dist, std::uint64_t seed);
+
+}  // namespace xr

@@ -1,0 +1,34 @@
+// The host reference every backend is checked against, and the error bound of the check.
+#pragma once
+
+#include <string>
+
+#include "xreduce/reducer.hpp"
+#include "xreduce/result.hpp"
+
+namespace xr {
+
+struct Reference {
+  Scalar value;       // integers: exact (with the wrap of the semantics); float sums: the exact
+                      // sum rounded once; float products: long double product; min/max: exact
+  double magnitude = 0;  // sum |x| for float sums, |value| for float products
+  std::uint64_t n = 0;
+  Op op = Op::Sum;
+  DType type = DType::F32;
+};
+
+Reference reference_reduce(HostArray in, Op op, Accumulator acc = Accumulator::Wide);
+
+struct Agreement {
+  bool ok = false;
+  double error = 0;   // |result - reference|
+  double bound = 0;   // what the summation order allows; 0 for exact comparisons
+  std::string detail; // one line for a report
+};
+
+// Integers, min and max compare exactly (NaN equals NaN). Float sums allow
+// (d + 1) * u * sum|x| + u * |ref|, with d the result's rounding_depth (n when unknown) and u
+// the unit roundoff of the result type; float products (d + 1) * u * |ref|.
+Agreement check_result(const Result& result, const Reference& ref);
+
+}  // namespace xr

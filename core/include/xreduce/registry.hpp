@@ -1,0 +1,41 @@
+// Which backends exist, which were compiled in, which have a usable device now.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "xreduce/reducer.hpp"
+
+namespace xr {
+
+struct BackendOptions {
+  int platform = -1;    // OpenCL platform index; -1: any
+  std::string device;   // device index ("0") or a name substring; empty: the backend's default
+};
+
+struct DeviceInfo {
+  std::string name;
+  std::string detail;   // e.g. "132 SMs, 79.1 GiB" or "OpenCL 3.0, fp64, int64 atomics"
+};
+
+struct BackendStatus {
+  std::string name;
+  bool compiled = false;
+  bool usable = false;
+  std::string reason;   // why not usable ("built without CUDA", "no CUDA device: ...")
+  std::vector<DeviceInfo> devices;
+};
+
+// "cuda", "opencl", "omp": every backend xreduce knows, compiled in or not.
+std::vector<std::string> backend_names();
+BackendStatus backend_status(std::string_view name);
+std::vector<BackendStatus> backend_statuses();
+// The usable ones, in backend_names() order.
+std::vector<std::string> available_backends();
+
+// Throws InvalidArgument for an unknown name, BackendUnavailable with the reason otherwise.
+std::unique_ptr<Reducer> make_reducer(std::string_view name, const BackendOptions& options = {});
+
+}  // namespace xr

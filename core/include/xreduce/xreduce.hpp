@@ -1,0 +1,12 @@
+// xreduce: one interface for reductions on CUDA, OpenCL and OpenMP.
+#pragma once
+
+#include "xreduce/buffer.hpp"
+#include "xreduce/error.hpp"
+#include "xreduce/io.hpp"
+#include "xreduce/reducer.hpp"
+#include "xreduce/reference.hpp"
+#include "xreduce/registry.hpp"
+#include "xreduce/result.hpp"
+#include "xreduce/semantics.hpp"
+#include "xreduce/types.hpp"

@@ -1,0 +1,53 @@
+#include <algorithm>
+#include <string>
+
+#include "xreduce/error.hpp"
+#include "xreduce/reducer.hpp"
+#include "xreduce/semantics.hpp"
+
+namespace xr {
+
+bool KernelInfo::supports(Op op, DType type) const {
+  return std::find(ops.begin(), ops.end(), op) != ops.end() &&
+         std::find(types.begin(), types.end(), type) != types.end();
+}
+
+void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n, std::string_view backend) {
+  if (kernel.kind != KernelKind::Probe && !kernel.supports(op, type))
+    throw InvalidArgument(std::string(backend) + " kernel '" + kernel.name + "' does not support " +
+                          std::string(to_string(op)) + " on " + std::string(to_string(type)));
+  require_value_exists(op, n);
+}
+
+KernelInfo Reducer::kernel(std::string_view name) const {
+  const auto list = kernels();
+  for (const auto& k : list)
+    if (k.name == name) return k;
+  std::string known;
+  for (const auto& k : list) known += (known.empty() ? "" : ", ") + k.name;
+  throw InvalidArgument("unknown " + backend() + " kernel '" + std::string(name) + "' (known: " + known + ")");
+}
+
+Result Reducer::reduce(HostArray in, Op op, const RunOptions& options) {
+  if (in.n > 0 && in.data == nullptr) throw InvalidArgument("reduce: null data pointer with n > 0");
+  if (options.repeat < 1) throw InvalidArgument("reduce: repeat must be at least 1");
+  if (options.warmup < 0) throw InvalidArgument("reduce: warmup must not be negative");
+  const KernelInfo k = kernel(options.kernel);
+  check_request(k, op, in.type, in.n, backend());
+  Result r = run(in, op, options, k);
+  r.backend = backend();
+  r.n = in.n;
+  r.op = op;
+  r.type = in.type;
+  return r;
+}
+
+double median(std::vector<double> sample) {
+  if (sample.empty()) return 0.0;
+  const auto mid = sample.begin() + static_cast<std::ptrdiff_t>(sample.size() / 2);
+  std::nth_element(sample.begin(), mid, sample.end());
+  if (sample.size() % 2) return *mid;
+  return (*mid + *std::max_element(sample.begin(), mid)) / 2.0;
+}
+
+}  // namespace xr

@@ -1,0 +1,86 @@
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "xreduce/error.hpp"
+#include "xreduce/semantics.hpp"
+#include "xreduce/types.hpp"
+
+namespace xr {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string s(text);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// Looks `text` up among (spelling, value) pairs; throws naming the canonical spellings.
+template <class E, std::size_t N>
+E parse_named(std::string_view text, const std::pair<const char*, E> (&table)[N], const char* what,
+              const char* accepted) {
+  const std::string key = lower(text);
+  for (const auto& [name, value] : table)
+    if (key == name) return value;
+  throw InvalidArgument(std::string("unknown ") + what + " '" + std::string(text) + "' (expected " +
+                        accepted + ")");
+}
+
+}  // namespace
+
+std::string_view to_string(Op op) {
+  static constexpr const char* names[] = {"sum", "prod", "min", "max"};
+  return names[static_cast<int>(op)];
+}
+
+std::string_view to_string(DType type) {
+  static constexpr const char* names[] = {"i32", "i64", "f32", "f64"};
+  return names[static_cast<int>(type)];
+}
+
+std::string_view to_string(Accumulator acc) { return acc == Accumulator::Wide ? "wide" : "native"; }
+
+Op parse_op(std::string_view text) {
+  static constexpr std::pair<const char*, Op> table[] = {
+      {"sum", Op::Sum}, {"add", Op::Sum}, {"+", Op::Sum},      {"prod", Op::Prod}, {"product", Op::Prod},
+      {"mul", Op::Prod}, {"*", Op::Prod}, {"min", Op::Min},    {"max", Op::Max}};
+  return parse_named(text, table, "op", "sum, prod, min or max");
+}
+
+DType parse_dtype(std::string_view text) {
+  static constexpr std::pair<const char*, DType> table[] = {
+      {"i32", DType::I32},   {"int32", DType::I32},   {"int", DType::I32},    {"i64", DType::I64},
+      {"int64", DType::I64}, {"long", DType::I64},    {"f32", DType::F32},    {"float32", DType::F32},
+      {"float", DType::F32}, {"f64", DType::F64},     {"float64", DType::F64}, {"double", DType::F64}};
+  return parse_named(text, table, "type", "i32, i64, f32 or f64");
+}
+
+std::string Scalar::to_string() const {
+  char buf[64];
+  std::to_chars_result r;
+  if (type == DType::F32) r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(f));
+  else if (type == DType::F64) r = std::to_chars(buf, buf + sizeof buf, f);
+  else r = std::to_chars(buf, buf + sizeof buf, i);
+  return std::string(buf, r.ptr);
+}
+
+bool Scalar::same_bits(const Scalar& other) const {
+  if (type != other.type) return false;
+  if (!is_float(type)) return i == other.i;
+  if (std::isnan(f) || std::isnan(other.f)) return std::isnan(f) && std::isnan(other.f);
+  if (type == DType::F32) {
+    const float a = static_cast<float>(f), b = static_cast<float>(other.f);
+    return std::memcmp(&a, &b, sizeof a) == 0;
+  }
+  return std::memcmp(&f, &other.f, sizeof f) == 0;
+}
+
+void require_value_exists(Op op, std::uint64_t n) {
+  if (n == 0 && (op == Op::Min || op == Op::Max))
+    throw EmptyInput(std::string(to_string(op)) + " of an empty input has no value");
+}
+
+}  // namespace xr

@@ -1,0 +1,151 @@
+// Core: names, semantics, generators, the reference and its error bound.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "xreduce/xreduce.hpp"
+
+using namespace xr;
+
+TEST_CASE("names parse and print") {
+  for (Op op : all_ops) CHECK(parse_op(to_string(op)) == op);
+  for (DType t : all_dtypes) CHECK(parse_dtype(to_string(t)) == t);
+  CHECK(parse_op("ADD") == Op::Sum);
+  CHECK(parse_dtype("double") == DType::F64);
+  CHECK_THROWS_WITH_AS(parse_op("mean"), doctest::Contains("unknown op 'mean'"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(parse_dtype("u8"), doctest::Contains("i32, i64, f32 or f64"), InvalidArgument);
+  CHECK_THROWS_AS(parse_dist("gauss"), InvalidArgument);
+}
+
+TEST_CASE("result types: i32 sums widen unless the native accumulator is asked for") {
+  CHECK(result_dtype(Op::Sum, DType::I32) == DType::I64);
+  CHECK(result_dtype(Op::Sum, DType::I32, Accumulator::Native) == DType::I32);
+  CHECK(result_dtype(Op::Prod, DType::I32) == DType::I32);
+  CHECK(result_dtype(Op::Max, DType::F32) == DType::F32);
+}
+
+TEST_CASE("identities") {
+  CHECK(identity<int>(Op::Sum) == 0);
+  CHECK(identity<double>(Op::Prod) == 1.0);
+  CHECK(identity<float>(Op::Min) == std::numeric_limits<float>::infinity());
+  CHECK(identity<double>(Op::Max) == -std::numeric_limits<double>::infinity());
+  CHECK(identity<std::int32_t>(Op::Min) == std::numeric_limits<std::int32_t>::max());
+  CHECK(identity<std::int64_t>(Op::Max) == std::numeric_limits<std::int64_t>::lowest());
+}
+
+TEST_CASE("integer sums and products wrap in two's complement") {
+  constexpr auto imax = std::numeric_limits<std::int32_t>::max();
+  CHECK(combine<std::int32_t>(Op::Sum, imax, 1) == std::numeric_limits<std::int32_t>::min());
+  CHECK(combine<std::int32_t>(Op::Prod, 65536, 65536) == 0);
+  CHECK(combine<std::int64_t>(Op::Prod, std::int64_t(1) << 62, 4) == 0);
+  CHECK(combine<std::int32_t>(Op::Prod, -3, 5) == -15);
+}
+
+TEST_CASE("min and max propagate NaN from either side") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (Op op : {Op::Min, Op::Max}) {
+    CHECK(std::isnan(combine(op, nan, 1.0)));
+    CHECK(std::isnan(combine(op, 1.0, nan)));
+    CHECK(std::isnan(combine(op, nan, nan)));
+  }
+  CHECK(combine(Op::Min, 2.0f, -1.0f) == -1.0f);
+  CHECK(combine(Op::Max, 2.0f, -1.0f) == 2.0f);
+  CHECK(combine(Op::Min, -std::numeric_limits<double>::infinity(), 0.0) < 0);
+}
+
+TEST_CASE("min and max of nothing is an error; sum and product of nothing are identities") {
+  CHECK_THROWS_AS(require_value_exists(Op::Min, 0), EmptyInput);
+  CHECK_THROWS_AS(require_value_exists(Op::Max, 0), EmptyInput);
+  CHECK_NOTHROW(require_value_exists(Op::Sum, 0));
+  const HostBuffer empty(DType::F64, 0);
+  CHECK(reference_reduce(empty.view(), Op::Sum).value.f == 0.0);
+  CHECK(reference_reduce(empty.view(), Op::Prod).value.f == 1.0);
+  CHECK_THROWS_AS(reference_reduce(empty.view(), Op::Max), EmptyInput);
+}
+
+TEST_CASE("Scalar prints values that read back and compares bits") {
+  CHECK(Scalar::of(0.1f).to_string() == "0.1");
+  CHECK(Scalar::of(0.1).to_string() == "0.1");
+  CHECK(Scalar::of<std::int64_t>(-9007199254740993).to_string() == "-9007199254740993");
+  CHECK(Scalar::of(0.0).same_bits(Scalar::of(0.0)));
+  CHECK_FALSE(Scalar::of(0.0).same_bits(Scalar::of(-0.0)));
+  CHECK_FALSE(Scalar::of(1.0f).same_bits(Scalar::of(1.0)));
+  CHECK(Scalar::of(std::nan("")).same_bits(Scalar::of(-std::nan(""))));
+}
+
+TEST_CASE("generators are reproducible, seed-dependent and within their ranges") {
+  const auto a = generate(DType::F32, 100003, Dist::Uniform, 7);
+  const auto b = generate(DType::F32, 100003, Dist::Uniform, 7);
+  const auto c = generate(DType::F32, 100003, Dist::Uniform, 8);
+  CHECK(std::memcmp(a.data(), b.data(), a.bytes()) == 0);
+  CHECK(std::memcmp(a.data(), c.data(), a.bytes()) != 0);
+  for (std::uint64_t i = 0; i < a.size(); ++i) REQUIRE((a.as<float>()[i] >= -1.0f && a.as<float>()[i] < 1.0f));
+  const auto ints = generate(DType::I32, 100000, Dist::Uniform, 1);
+  for (std::uint64_t i = 0; i < ints.size(); ++i) REQUIRE(std::abs(ints.as<std::int32_t>()[i]) <= 1000);
+  const auto ones = generate(DType::I64, 1000, Dist::Ones, 1);
+  CHECK(reference_reduce(ones.view(), Op::Sum).value.i == 1000);
+}
+
+TEST_CASE("cancel data sums far below the sum of magnitudes") {
+  const auto x = generate(DType::F64, 1 << 16, Dist::Cancel, 3);
+  const Reference r = reference_reduce(x.view(), Op::Sum);
+  CHECK(std::fabs(r.value.f) < 1e-3 * r.magnitude);
+}
+
+TEST_CASE("exact_product data has the same product in any order") {
+  for (DType t : {DType::F32, DType::F64}) {
+    auto x = generate(t, (1 << 20) + 7, Dist::ExactProduct, 5);
+    const Reference forward = reference_reduce(x.view(), Op::Prod);
+    CHECK(std::fabs(forward.value.f) == std::ldexp(1.0, 10));  // 40 twos, 30 halves
+    visit_dtype(t, [&](auto zero) {
+      using T = decltype(zero);
+      T* p = x.as<T>();
+      std::reverse(p, p + x.size());
+    });
+    CHECK(reference_reduce(x.view(), Op::Prod).value.same_bits(forward.value));
+  }
+}
+
+TEST_CASE("check_result: integers exact, float sums within the order's bound") {
+  Reference ref;
+  ref.value = Scalar::of<std::int64_t>(5);
+  ref.op = Op::Sum;
+  ref.n = 3;
+  Result r;
+  r.value = Scalar::of<std::int64_t>(5);
+  CHECK(check_result(r, ref).ok);
+  r.value = Scalar::of<std::int64_t>(6);
+  CHECK_FALSE(check_result(r, ref).ok);
+  r.value = Scalar::of<std::int32_t>(5);
+  CHECK_FALSE(check_result(r, ref).ok);  // wrong result type
+
+  ref.value = Scalar::of(1.0f);
+  ref.magnitude = 1000.0;
+  ref.n = 1000;
+  ref.type = DType::F32;
+  r.rounding_depth = 10;
+  r.value = Scalar::of(1.0f + 1000.0f * 11 * 0x1.0p-24f * 0.9f);
+  CHECK(check_result(r, ref).ok);
+  r.value = Scalar::of(1.0f + 1000.0f * 11 * 0x1.0p-24f * 1.2f);
+  CHECK_FALSE(check_result(r, ref).ok);
+  r.value = Scalar::of(std::numeric_limits<float>::quiet_NaN());
+  CHECK_FALSE(check_result(r, ref).ok);
+}
+
+TEST_CASE("float sum reference is the correctly rounded exact sum") {
+  const std::vector<double> x{1e300, 1.0, -1e300};
+  CHECK(reference_reduce(HostArray::of(std::span<const double>(x)), Op::Sum).value.f == 1.0);
+  const std::vector<float> y{16777216.0f, 1.0f, 1.0f};  // 2^24 + 2: a float sum in order gives 2^24
+  CHECK(reference_reduce(HostArray::of(std::span<const float>(y)), Op::Sum).value.f == 16777218.0);
+}
+
+TEST_CASE("i32 sum reference: wide exact, native wraps") {
+  const std::vector<std::int32_t> x(4, 1 << 30);
+  const auto view = HostArray::of(std::span<const std::int32_t>(x));
+  CHECK(reference_reduce(view, Op::Sum).value.i == (std::int64_t(1) << 32));
+  CHECK(reference_reduce(view, Op::Sum, Accumulator::Native).value.i == 0);
+}
