@@ -217,33 +217,50 @@ class App {
     return {args_.backend};
   }
 
-  Row run_one(Reducer& reducer, const KernelInfo& k, Progress& progress, const std::string& label) {
-    progress.show(label);
-    RunOptions o = options_;
-    o.kernel = k.name;
-    Row row;
-    row.kind = k.kind;
-    row.result = reducer.reduce(input_.view(), op_, o);
-    if (k.kind != KernelKind::Probe) row.agreement = check_result(row.result, reference_);
-    return row;
-  }
-
   std::vector<Row> one_kernel(Reducer& reducer) {
     Progress progress(args_.repeat >= 50);
     const KernelInfo k = reducer.kernel(args_.kernel);
-    return {run_one(reducer, k, progress, reducer.backend() + ": " + k.name)};
+    progress.show(reducer.backend() + ": " + k.name + ", " + std::to_string(options_.repeat) + " runs");
+    Row row;
+    row.kind = k.kind;
+    row.result = reducer.reduce(input_.view(), op_, options_);
+    if (k.kind != KernelKind::Probe) row.agreement = check_result(row.result, reference_);
+    return {row};
   }
 
+  // Rungs run round-robin, one timed run each per round, so drift in clocks or load hits
+  // every rung alike; each row reports the median of its rounds.
   std::vector<Row> ladder(Reducer& reducer) {
     std::vector<KernelInfo> todo;
     for (const auto& k : reducer.kernels())
       if (k.kind == KernelKind::Probe || k.supports(op_, input_.type())) todo.push_back(k);
     Progress progress(true);
-    std::vector<Row> rows;
-    for (std::size_t i = 0; i < todo.size(); ++i)
-      rows.push_back(run_one(reducer, todo[i], progress,
-                             reducer.backend() + " [" + std::to_string(i + 1) + "/" + std::to_string(todo.size()) +
-                                 "] " + todo[i].name));
+    std::vector<Row> rows(todo.size());
+    std::vector<std::vector<double>> times(todo.size()), transfers(todo.size());
+    const int rounds = options_.warmup + options_.repeat;
+    for (int round = 0; round < rounds; ++round)
+      for (std::size_t i = 0; i < todo.size(); ++i) {
+        progress.show(reducer.backend() + " round " + std::to_string(round + 1) + "/" + std::to_string(rounds) +
+                      ": " + todo[i].name);
+        RunOptions o = options_;
+        o.kernel = todo[i].name;
+        o.warmup = 0;
+        o.repeat = 1;
+        Result r = reducer.reduce(input_.view(), op_, o);
+        if (round < options_.warmup) continue;
+        times[i].push_back(r.kernel_ms);
+        transfers[i].push_back(r.transfer_ms);
+        rows[i].result = std::move(r);
+      }
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      Result& r = rows[i].result;
+      r.kernel_ms = median(times[i]);
+      r.transfer_ms = median(transfers[i]);
+      r.repeats = options_.repeat;
+      r.bytes_per_s = r.kernel_ms > 0 ? static_cast<double>(input_.bytes()) / (r.kernel_ms * 1e-3) : 0;
+      rows[i].kind = todo[i].kind;
+      if (todo[i].kind != KernelKind::Probe) rows[i].agreement = check_result(r, reference_);
+    }
     return rows;
   }
 

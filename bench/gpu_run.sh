@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One session on the GPU machine: build, tests, benchmarks; full logs under $OUT, a short
+# summary last. Stages (default all): build test ladder sweep opencl
+#   source .device/env.sh && bash bench/gpu_run.sh build test
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/xr_out}
+mkdir -p "$OUT"
+B=${XR_BUILD_DIR:-build-gpu}
+stages=${*:-build test ladder sweep opencl}
+summary="$OUT/summary.txt"
+: >"$summary"
+say() { echo "$*" | tee -a "$summary"; }
+has() { [[ " $stages " == *" $1 "* ]]; }
+cli="$B/apps/reduce_cli"
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader >"$OUT/gpu.txt" 2>&1
+say "gpu: $(cat "$OUT/gpu.txt"); $(date -u +%F)"
+
+if has build; then
+  start=$(date +%s)
+  cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DXREDUCE_CUDA=ON -DXREDUCE_OPENCL=ON >"$OUT/configure.log" 2>&1 ||
+    { tail -20 "$OUT/configure.log"; exit 1; }
+  cmake --build "$B" -j "$(nproc)" >"$OUT/build.log" 2>&1 || { grep -m 30 -E "error|Error" "$OUT/build.log"; exit 1; }
+  say "build: $(($(date +%s) - start)) s"
+  grep -E "^-- +[A-Z]+: " "$OUT/configure.log" | tee -a "$summary"
+fi
+
+if has test; then
+  "$cli" --list | tee -a "$summary"
+  ctest --test-dir "$B" --output-on-failure --timeout 1200 >"$OUT/ctest.log" 2>&1
+  say "ctest exit $?: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
+  grep -E "Failed|\*\*\*|SKIP" "$OUT/ctest.log" | head -20 | tee -a "$summary"
+  grep -B2 -A12 "ERROR:" "$OUT/ctest.log" | head -80
+fi
+
+if has ladder; then
+  for n in 2^22 2^28; do
+    "$cli" -b cuda --kernel all --type i32 --n "$n" --repeat 15 --warmup 2 >"$OUT/ladder_$n.txt" 2>&1
+    echo "exit $?" >>"$OUT/ladder_$n.txt"
+  done
+  cat "$OUT"/ladder_*.txt >>"$summary"
+fi
+
+if has sweep; then
+  "$B/bench/xr_bench_auto_vs_cub" --types i32,f32,f64 --lo 10 --hi 30 >"$OUT/sweep.txt" 2>&1
+  cat "$OUT/sweep.txt" >>"$summary"
+fi
+
+if has opencl; then
+  for t in i32 f32; do
+    "$cli" -b all --type "$t" --n 2^28 --repeat 10 --warmup 2 >"$OUT/backends_$t.txt" 2>&1
+    echo "exit $?" >>"$OUT/backends_$t.txt"
+    "$cli" -b opencl --kernel all --type "$t" --n 2^28 --repeat 10 >"$OUT/opencl_ladder_$t.txt" 2>&1
+  done
+  "$cli" -b opencl --device pthread --n 2^26 --repeat 5 >"$OUT/pocl.txt" 2>&1
+  "$cli" -b omp --n 2^26 --repeat 5 >>"$OUT/pocl.txt" 2>&1
+  cat "$OUT"/backends_*.txt "$OUT"/opencl_ladder_*.txt "$OUT/pocl.txt" >>"$summary"
+fi
+echo "==== summary"
+cat "$summary"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages xreduce needs (when missing), then configures and builds it in
+# ${XR_BUILD_DIR:-build}. Extra arguments go to the CMake configure step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake g++ make pkg-config opencl-headers ocl-icd-opencl-dev pocl-opencl-icd
+          doctest-dev libcli11-dev nlohmann-json3-dev libmpfr-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: need root to install packages (run as root or: sudo apt-get install -y ${missing[*]})" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# nvcc is optional: Debian's CUDA toolkit is older than 12, so CUDA comes from NVIDIA's
+# installer. Without it the CUDA backend is simply not built.
+if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+
+build=${XR_BUILD_DIR:-build}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "$@"
+cmake --build "$build" -j "$(nproc)"
