@@ -12,10 +12,15 @@ bool KernelInfo::supports(Op op, DType type) const {
          std::find(types.begin(), types.end(), type) != types.end();
 }
 
-void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n, std::string_view backend) {
+void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n, std::string_view backend,
+                   bool exact) {
   if (kernel.kind != KernelKind::Probe && !kernel.supports(op, type))
     throw InvalidArgument(std::string(backend) + " kernel '" + kernel.name + "' does not support " +
                           std::string(to_string(op)) + " on " + std::string(to_string(type)));
+  if (exact && op == Op::Prod && is_float(type))
+    throw InvalidArgument("exact mode covers sums; a float product has no exact mode");
+  if (exact && exact_applies(op, type) && !kernel.exact)
+    throw InvalidArgument(std::string(backend) + " kernel '" + kernel.name + "' has no exact mode");
   require_value_exists(op, n);
 }
 
@@ -33,7 +38,7 @@ Result Reducer::reduce(HostArray in, Op op, const RunOptions& options) {
   if (options.repeat < 1) throw InvalidArgument("reduce: repeat must be at least 1");
   if (options.warmup < 0) throw InvalidArgument("reduce: warmup must not be negative");
   const KernelInfo k = kernel(options.kernel);
-  check_request(k, op, in.type, in.n, backend());
+  check_request(k, op, in.type, in.n, backend(), options.exact);
   Result r = run(in, op, options, k);
   r.backend = backend();
   r.n = in.n;

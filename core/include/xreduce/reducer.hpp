@@ -26,6 +26,7 @@ struct KernelInfo {
   KernelKind kind = KernelKind::Rung;
   std::vector<Op> ops;
   std::vector<DType> types;
+  bool exact = false;  // honours RunOptions::exact for f32/f64 sums
   bool supports(Op op, DType type) const;
 };
 
@@ -36,6 +37,10 @@ struct RunOptions {
   std::uint64_t grid_size = 0;    // blocks / work-groups of the first pass; 0: the rung's default
   unsigned coarsening = 0;        // elements per work-item before the tree; 0: the rung's default
   unsigned threads = 0;           // OpenMP threads; 0: the runtime's default
+  // f32/f64 sums return the correctly rounded exact sum (round to nearest even): the same
+  // bits on every backend, kernel, launch shape and thread count. Integer reductions, min and
+  // max are exact anyway; a float product has no exact mode (InvalidArgument).
+  bool exact = false;
   int warmup = 0;                 // untimed runs first
   int repeat = 1;                 // timed runs; Result times are their medians
 };
@@ -77,9 +82,13 @@ class Reducer {
   virtual Result run(HostArray in, Op op, const RunOptions& options, const KernelInfo& kernel) = 0;
 };
 
-// Throws InvalidArgument unless `kernel` supports (op, type); EmptyInput for min/max of nothing.
-void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n,
-                   std::string_view backend);
+// Throws InvalidArgument unless `kernel` supports (op, type) (and exact mode, when asked for
+// a float sum); EmptyInput for min/max of nothing.
+void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n, std::string_view backend,
+                   bool exact = false);
+
+// True when RunOptions::exact changes the computation: an f32 or f64 sum.
+constexpr bool exact_applies(Op op, DType type) { return op == Op::Sum && is_float(type); }
 
 // Median of a non-empty sample (the mean of the middle two for even sizes).
 double median(std::vector<double> sample);
