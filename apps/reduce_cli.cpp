@@ -42,6 +42,7 @@ struct Args {
   std::string device;
   bool json = false;
   bool list = false;
+  bool exact = false;
 };
 
 // "16777216", "16M", "16Mi", "2^24", "1e6", "64K": a count of elements.
@@ -145,6 +146,7 @@ class App {
     options_.grid_size = args_.grid;
     options_.coarsening = args_.coarsening;
     options_.threads = args_.threads;
+    options_.exact = args_.exact;
     op_ = parse_op(args_.op);
     load_input();
     if (args_.kernel != "list") {
@@ -224,7 +226,7 @@ class App {
     Row row;
     row.kind = k.kind;
     row.result = reducer.reduce(input_.view(), op_, options_);
-    if (k.kind != KernelKind::Probe) row.agreement = check_result(row.result, reference_);
+    if (k.kind != KernelKind::Probe) row.agreement = check_result(row.result, reference_, options_.exact);
     return {row};
   }
 
@@ -233,7 +235,9 @@ class App {
   std::vector<Row> ladder(Reducer& reducer) {
     std::vector<KernelInfo> todo;
     for (const auto& k : reducer.kernels())
-      if (k.kind == KernelKind::Probe || k.supports(op_, input_.type())) todo.push_back(k);
+      if (k.kind == KernelKind::Probe ||
+          (k.supports(op_, input_.type()) && (!options_.exact || k.exact || !exact_applies(op_, input_.type()))))
+        todo.push_back(k);
     Progress progress(true);
     std::vector<Row> rows(todo.size());
     std::vector<std::vector<double>> times(todo.size()), transfers(todo.size());
@@ -259,7 +263,7 @@ class App {
       r.repeats = options_.repeat;
       r.bytes_per_s = r.kernel_ms > 0 ? static_cast<double>(input_.bytes()) / (r.kernel_ms * 1e-3) : 0;
       rows[i].kind = todo[i].kind;
-      if (todo[i].kind != KernelKind::Probe) rows[i].agreement = check_result(r, reference_);
+      if (todo[i].kind != KernelKind::Probe) rows[i].agreement = check_result(r, reference_, options_.exact);
     }
     return rows;
   }
@@ -382,6 +386,8 @@ int main(int argc, char** argv) {
   cli.add_option("--threads", a.threads, "OpenMP threads (0: the runtime's default)");
   cli.add_option("--platform", a.platform, "OpenCL platform index");
   cli.add_option("--device,-d", a.device, "device index, or a name substring (OpenCL)");
+  cli.add_flag("--exact", a.exact,
+               "f32/f64 sums: the correctly rounded exact sum, compared bit for bit (ulps shown when not)");
   cli.add_flag("--json", a.json, "print results as JSON");
   cli.add_flag("--list", a.list, "list backends and devices, and why any is unavailable");
   try {

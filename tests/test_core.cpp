@@ -149,3 +149,25 @@ TEST_CASE("i32 sum reference: wide exact, native wraps") {
   CHECK(reference_reduce(view, Op::Sum).value.i == (std::int64_t(1) << 32));
   CHECK(reference_reduce(view, Op::Sum, Accumulator::Native).value.i == 0);
 }
+
+TEST_CASE("exact comparison: bits, and the ulp distance when they differ") {
+  CHECK(ulp_distance(Scalar::of(1.0f), Scalar::of(1.0f)) == 0);
+  CHECK(ulp_distance(Scalar::of(1.0f), Scalar::of(std::nextafter(1.0f, 2.0f))) == 1);
+  CHECK(ulp_distance(Scalar::of(-0.0), Scalar::of(0.0)) == 1);
+  CHECK(ulp_distance(Scalar::of(-std::numeric_limits<double>::denorm_min()),
+                     Scalar::of(std::numeric_limits<double>::denorm_min())) == 3);
+  Reference ref;
+  ref.value = Scalar::of(1.0);
+  ref.op = Op::Sum;
+  ref.type = DType::F64;
+  ref.magnitude = 1e6;
+  ref.n = 10;
+  Result r;
+  r.value = Scalar::of(std::nextafter(1.0, 2.0));
+  CHECK(check_result(r, ref).ok);  // within the rounding bound
+  const Agreement exact = check_result(r, ref, true);
+  CHECK_FALSE(exact.ok);
+  CHECK(exact.detail.find("differs by 1 ulp") != std::string::npos);
+  r.value = Scalar::of(1.0);
+  CHECK(check_result(r, ref, true).ok);
+}

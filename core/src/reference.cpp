@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -82,7 +83,24 @@ Reference reference_reduce(HostArray in, Op op, Accumulator acc) {
   });
 }
 
-Agreement check_result(const Result& result, const Reference& ref) {
+std::uint64_t ulp_distance(const Scalar& a, const Scalar& b) {
+  // Maps the bits to integers ordered like the values: negative values below -0 below +0.
+  const auto ordered = [](const Scalar& s) -> std::int64_t {
+    if (s.type == DType::F32) {
+      const float f = static_cast<float>(s.f);
+      std::int32_t bits;
+      std::memcpy(&bits, &f, sizeof bits);
+      return bits < 0 ? -static_cast<std::int64_t>(bits & 0x7fffffff) - 1 : bits;
+    }
+    std::int64_t bits;
+    std::memcpy(&bits, &s.f, sizeof bits);
+    return bits < 0 ? -(bits & 0x7fffffffffffffffLL) - 1 : bits;
+  };
+  const std::int64_t x = ordered(a), y = ordered(b);
+  return x > y ? static_cast<std::uint64_t>(x - y) : static_cast<std::uint64_t>(y - x);
+}
+
+Agreement check_result(const Result& result, const Reference& ref, bool exact) {
   Agreement a;
   const Scalar& got = result.value;
   const Scalar& want = ref.value;
@@ -93,6 +111,14 @@ Agreement check_result(const Result& result, const Reference& ref) {
   if (got.type != want.type) {
     a.detail = "result type " + std::string(to_string(got.type)) + " differs from reference type " +
                std::string(to_string(want.type));
+    return a;
+  }
+  if (exact && is_float(want.type) && ref.op == Op::Sum) {
+    a.ok = got.same_bits(want);
+    if (a.ok) a.detail = "bit-identical: " + got.to_string();
+    else if (std::isnan(got.f) || std::isnan(want.f)) describe("differs");
+    else a.detail = "differs by " + std::to_string(ulp_distance(got, want)) + " ulp: got " + got.to_string() +
+                    ", exact " + want.to_string();
     return a;
   }
   const bool rounded = is_float(want.type) && (ref.op == Op::Sum || ref.op == Op::Prod);

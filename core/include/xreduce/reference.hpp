@@ -29,6 +29,12 @@ struct Agreement {
 // Integers, min and max compare exactly (NaN equals NaN). Float sums allow
 // (d + 1) * u * sum|x| + u * |ref|, with d the result's rounding_depth (n when unknown) and u
 // the unit roundoff of the result type; float products (d + 1) * u * |ref|.
-Agreement check_result(const Result& result, const Reference& ref);
+// With `exact` (RunOptions::exact), float sums must match the reference bit for bit; the
+// detail then says by how many ulps they differ.
+Agreement check_result(const Result& result, const Reference& ref, bool exact = false);
+
+// Distance in units in the last place between two finite values of one float type
+// (0 for equal bits; +0 and -0 are 1 apart).
+std::uint64_t ulp_distance(const Scalar& a, const Scalar& b);
 
 }  // namespace xr
