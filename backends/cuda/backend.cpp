@@ -1,0 +1,366 @@
+// The CUDA backend: the Reducer (host spans), the device-pointer API (xreduce/cuda.hpp), and
+// the registry's factory and status. Both entry points run the same code: resolve the rung,
+// run it on the (device, stream) workspace, time it with CUDA events, copy one value back.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend_entry.hpp"
+#include "check.hpp"
+#include "ladder.hpp"
+#include "xreduce/cuda.hpp"
+#include "xreduce/error.hpp"
+#include "xreduce/reducer.hpp"
+#include "xreduce/registry.hpp"
+#include "xreduce/semantics.hpp"
+
+namespace xr::cu {
+namespace detail {
+namespace {
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    check(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+  }
+  ~DeviceGuard() { cudaSetDevice(previous_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+std::string hex(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
+// The device that owns `p`; DeviceError (cudaErrorInvalidValue) for host or unknown memory.
+int device_of(const void* p, const char* what) {
+  cudaPointerAttributes a{};
+  const cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (e != cudaSuccess) throw_cuda(e, std::string("cudaPointerGetAttributes on the ") + what + " pointer " + hex(p));
+  if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) return a.device;
+  const std::string kind = a.type == cudaMemoryTypeHost ? "page-locked host memory (cudaMemoryTypeHost)"
+                                                        : "not CUDA memory (cudaMemoryTypeUnregistered)";
+  throw DeviceError("cuda: the " + std::string(what) + " pointer " + hex(p) + " is " + kind +
+                        ", not device memory: cudaErrorInvalidValue",
+                    static_cast<int>(cudaErrorInvalidValue), "cudaErrorInvalidValue");
+}
+
+void require_aligned(const void* p, std::size_t align, const char* what) {
+  if (reinterpret_cast<std::uintptr_t>(p) % align != 0)
+    throw InvalidArgument("cuda: the " + std::string(what) + " pointer " + hex(p) + " is not aligned to " +
+                          std::to_string(align) + " bytes");
+}
+
+// Everything one reduction needs, checked.
+struct Prepared {
+  const RungEntry* entry = nullptr;
+  RunFn fn = nullptr;
+  Launch launch;
+  DType result_type = DType::I64;
+};
+
+Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType type, Op op,
+                 const RunOptions& opt, void* out) {
+  Prepared p;
+  p.entry = &rung(opt.kernel);
+  check_request(p.entry->info, op, type, n, "cuda", opt.exact);
+  const unsigned block = opt.block_size ? opt.block_size : p.entry->default_block;
+  if (!p.entry->blocks.accepts(block))
+    throw InvalidArgument("cuda: kernel " + p.entry->info.name + " accepts block sizes " +
+                          p.entry->blocks.describe() + ", not " + std::to_string(block));
+  p.fn = p.entry->find(op, type, opt.accumulator);
+  if (!p.fn)
+    throw InvalidArgument("cuda: kernel " + p.entry->info.name + " does not support " + std::string(to_string(op)) +
+                          " on " + std::string(to_string(type)));
+  p.result_type = result_dtype(op, type, opt.accumulator);
+  p.launch.in = in;
+  p.launch.n = n;
+  p.launch.out = out;
+  p.launch.block = block;
+  p.launch.grid = opt.grid_size;
+  p.launch.stream = ws.stream();
+  p.launch.ws = &ws;
+  p.launch.caps = &ds.caps();
+  return p;
+}
+
+float elapsed_ms(Workspace& ws) {
+  check(cudaEventSynchronize(ws.stop_event()), "cudaEventSynchronize");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, ws.start_event(), ws.stop_event()), "cudaEventElapsedTime");
+  return ms;
+}
+
+// Runs options.warmup untimed and options.repeat timed reductions (each between two events,
+// one at a time), then copies the value back (timed too). Fills every field but
+// backend/n/op/type.
+Result run_timed(DeviceState& ds, Workspace& ws, const Prepared& p, const RunOptions& opt) {
+  Outcome o;
+  for (int i = 0; i < opt.warmup; ++i) o = p.fn(p.launch);
+  const int repeats = std::max(1, opt.repeat);
+  std::vector<double> times;
+  times.reserve(repeats);
+  for (int i = 0; i < repeats; ++i) {
+    check(cudaEventRecord(ws.start_event(), ws.stream()), "cudaEventRecord");
+    o = p.fn(p.launch);
+    check(cudaEventRecord(ws.stop_event(), ws.stream()), "cudaEventRecord");
+    times.push_back(elapsed_ms(ws));
+  }
+  unsigned char bytes[8] = {};
+  check(cudaEventRecord(ws.start_event(), ws.stream()), "cudaEventRecord");
+  check(cudaMemcpyAsync(bytes, p.launch.out, size_of(p.result_type), cudaMemcpyDeviceToHost, ws.stream()),
+        "cudaMemcpyAsync of the result");
+  check(cudaEventRecord(ws.stop_event(), ws.stream()), "cudaEventRecord");
+  const double copy_ms = elapsed_ms(ws);
+  check(cudaStreamSynchronize(ws.stream()), "cudaStreamSynchronize");
+
+  Result r;
+  visit_dtype(p.result_type, [&](auto t) {
+    decltype(t) v;
+    std::memcpy(&v, bytes, sizeof v);
+    r.value = Scalar::of(v);
+  });
+  r.device = ds.caps().name;
+  r.kernel = o.variant;
+  r.finish = o.finish;
+  r.launches = o.launches;
+  r.repeats = repeats;
+  r.kernel_ms = median(times);
+  r.transfer_ms = copy_ms;
+  r.rounding_depth = o.depth;
+  return r;
+}
+
+void fill_request(Result& r, u64 n, Op op, DType type) {
+  r.backend = "cuda";
+  r.n = n;
+  r.op = op;
+  r.type = type;
+  r.bytes_per_s = r.kernel_ms > 0 ? double(n) * double(size_of(type)) / (r.kernel_ms * 1e-3) : 0;
+  // A float product's every multiplication rounds the whole product, whatever the order: its
+  // error grows with n - 1, not with the chain length.
+  if (op == Op::Prod) r.rounding_depth = std::max<std::uint64_t>(r.rounding_depth, n);
+}
+
+int current_device() {
+  int d = 0;
+  check(cudaGetDevice(&d), "cudaGetDevice");
+  return d;
+}
+
+// ---- the Reducer -----------------------------------------------------------------------
+
+class CudaReducer final : public Reducer {
+ public:
+  explicit CudaReducer(int device) : device_(device), state_(&device_state(device)) {
+    DeviceGuard guard(device_);
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    try {
+      ws_ = &state_->workspace(stream_);  // temp storage allocated now, not per call
+    } catch (...) {
+      cudaStreamDestroy(stream_);
+      throw;
+    }
+  }
+  ~CudaReducer() override {
+    int previous = 0;
+    if (cudaGetDevice(&previous) != cudaSuccess) return;
+    cudaSetDevice(device_);
+    state_->release(stream_);
+    if (input_) cudaFree(input_);
+    cudaStreamDestroy(stream_);
+    cudaGetLastError();
+    cudaSetDevice(previous);
+  }
+
+  std::string backend() const override { return "cuda"; }
+  std::string device() const override { return state_->caps().name; }
+  std::vector<KernelInfo> kernels() const override { return cu::kernels(); }
+
+ protected:
+  Result run(HostArray in, Op op, const RunOptions& options, const KernelInfo& kernel) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    DeviceGuard guard(device_);
+    RunOptions opt = options;
+    opt.kernel = kernel.name;
+    const std::size_t bytes = std::size_t(in.n) * size_of(in.type);
+    if (bytes > input_bytes_) {
+      if (input_) check(cudaFree(input_), "cudaFree (input buffer)");
+      input_ = nullptr;
+      input_bytes_ = 0;
+      check(cudaMalloc(&input_, bytes), "cudaMalloc of " + format_bytes(bytes) + " (input)");
+      input_bytes_ = bytes;
+    }
+    double h2d_ms = 0;
+    if (bytes) {
+      check(cudaEventRecord(ws_->start_event(), stream_), "cudaEventRecord");
+      check(cudaMemcpyAsync(input_, in.data, bytes, cudaMemcpyHostToDevice, stream_),
+            "cudaMemcpyAsync of " + format_bytes(bytes) + " to the device");
+      check(cudaEventRecord(ws_->stop_event(), stream_), "cudaEventRecord");
+      h2d_ms = elapsed_ms(*ws_);
+    }
+    const Prepared p = prepare(*state_, *ws_, input_, in.n, in.type, op, opt, ws_->result_slot());
+    Result r = run_timed(*state_, *ws_, p, opt);
+    r.transfer_ms += h2d_ms;
+    fill_request(r, in.n, op, in.type);
+    return r;
+  }
+
+ private:
+  int device_;
+  DeviceState* state_;
+  cudaStream_t stream_ = nullptr;
+  Workspace* ws_ = nullptr;
+  void* input_ = nullptr;
+  std::size_t input_bytes_ = 0;
+  std::mutex mutex_;
+};
+
+std::string device_detail(int d) {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%d SMs, %.1f GiB, cc %d.%d", prop.multiProcessorCount,
+                double(prop.totalGlobalMem) / double(1ull << 30), prop.major, prop.minor);
+  return buf;
+}
+
+}  // namespace
+}  // namespace detail
+
+// ---- the device-pointer API --------------------------------------------------------------
+
+std::vector<KernelInfo> kernels() {
+  std::vector<KernelInfo> out;
+  for (const auto& e : detail::ladder()) out.push_back(e.info);
+  return out;
+}
+
+template <class T>
+Result reduce(const T* dev_ptr, std::uint64_t n, Op op, cudaStream_t stream, const RunOptions& options) {
+  using namespace detail;
+  require_value_exists(op, n);
+  const int device = n ? device_of(dev_ptr, "input") : current_device();
+  if (n) require_aligned(dev_ptr, sizeof(T), "input");
+  DeviceGuard guard(device);
+  DeviceState& ds = device_state(device);
+  Workspace& ws = ds.workspace(stream);
+  const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, op, options, ws.result_slot());
+  Result r = run_timed(ds, ws, p, options);
+  fill_request(r, n, op, dtype_of<T>);
+  return r;
+}
+
+template <class T>
+void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cudaStream_t stream,
+                  const RunOptions& options) {
+  using namespace detail;
+  require_value_exists(op, n);
+  const int out_device = device_of(dev_result, "result");
+  const std::size_t result_size = size_of(result_dtype(op, dtype_of<T>, options.accumulator));
+  require_aligned(dev_result, result_size, "result");
+  if (n) {
+    require_aligned(dev_ptr, sizeof(T), "input");
+    const int in_device = device_of(dev_ptr, "input");
+    if (in_device != out_device)
+      throw InvalidArgument("cuda: input on device " + std::to_string(in_device) + " but result on device " +
+                            std::to_string(out_device));
+  }
+  DeviceGuard guard(out_device);
+  DeviceState& ds = device_state(out_device);
+  Workspace& ws = ds.workspace(stream);
+  const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, op, options, dev_result);
+  p.fn(p.launch);
+}
+
+template <class T>
+void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cudaStream_t stream,
+                  Accumulator accumulator) {
+  RunOptions options;
+  options.accumulator = accumulator;
+  reduce_async(dev_ptr, n, op, dev_result, stream, options);
+}
+
+template Result reduce<std::int32_t>(const std::int32_t*, std::uint64_t, Op, cudaStream_t, const RunOptions&);
+template Result reduce<std::int64_t>(const std::int64_t*, std::uint64_t, Op, cudaStream_t, const RunOptions&);
+template Result reduce<float>(const float*, std::uint64_t, Op, cudaStream_t, const RunOptions&);
+template Result reduce<double>(const double*, std::uint64_t, Op, cudaStream_t, const RunOptions&);
+template void reduce_async<std::int32_t>(const std::int32_t*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);
+template void reduce_async<std::int64_t>(const std::int64_t*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);
+template void reduce_async<float>(const float*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);
+template void reduce_async<double>(const double*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);
+template void reduce_async<std::int32_t>(const std::int32_t*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
+template void reduce_async<std::int64_t>(const std::int64_t*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
+template void reduce_async<float>(const float*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
+template void reduce_async<double>(const double*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
+
+}  // namespace xr::cu
+
+// ---- registry hooks ------------------------------------------------------------------------
+
+namespace xr::detail {
+
+BackendStatus cuda_status() {
+  BackendStatus s;
+  s.name = "cuda";
+  s.compiled = true;
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    const char* str = cudaGetErrorString(e);
+    s.reason = "no CUDA device: " + cu::detail::error_name(e) + ": " + (str ? str : "");
+    return s;
+  }
+  if (count == 0) {
+    s.reason = "no CUDA device: cudaGetDeviceCount found 0 devices";
+    return s;
+  }
+  try {
+    for (int d = 0; d < count; ++d) {
+      cudaDeviceProp prop{};
+      cu::detail::check(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
+      s.devices.push_back({prop.name, cu::detail::device_detail(d)});
+    }
+  } catch (const Error& err) {
+    s.reason = err.what();
+    return s;
+  }
+  s.usable = true;
+  return s;
+}
+
+std::unique_ptr<Reducer> make_cuda_reducer(const BackendOptions& options) {
+  const BackendStatus s = cuda_status();
+  if (!s.usable) throw BackendUnavailable("cuda", s.reason);
+  int device = 0;
+  const std::string& want = options.device;
+  if (!want.empty()) {
+    const bool numeric = std::all_of(want.begin(), want.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (numeric) {
+      device = want.size() > 9 ? -1 : std::stoi(want);
+      if (device < 0 || device >= int(s.devices.size()))
+        throw InvalidArgument("cuda: device " + want + " out of range (" + std::to_string(s.devices.size()) +
+                              " devices)");
+    } else {
+      device = -1;
+      for (std::size_t d = 0; d < s.devices.size() && device < 0; ++d)
+        if (s.devices[d].name.find(want) != std::string::npos) device = int(d);
+      if (device < 0) throw InvalidArgument("cuda: no device whose name contains '" + want + "'");
+    }
+  }
+  return std::make_unique<cu::detail::CudaReducer>(device);
+}
+
+}  // namespace xr::detail

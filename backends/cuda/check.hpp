@@ -1,0 +1,34 @@
+// One way to check every CUDA runtime call and launch: throw xr::DeviceError with the error
+// name and a readable message ("cuda: cudaMalloc of 8.0 GiB failed: cudaErrorMemoryAllocation:
+// out of memory"). Never prints, never exits.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "xreduce/error.hpp"
+
+namespace xr::cu::detail {
+
+std::string error_name(cudaError_t e);
+std::string format_bytes(std::uint64_t bytes);  // "8.0 GiB", "512 B"
+
+[[noreturn]] void throw_cuda(cudaError_t e, const std::string& what);
+
+inline void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw_cuda(e, what);
+}
+inline void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) throw_cuda(e, what);
+}
+// After a <<<...>>> launch: configuration errors (and earlier asynchronous faults).
+inline void check_launch(const char* kernel) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw_cuda(e, std::string("launch of ") + kernel);
+}
+
+}  // namespace xr::cu::detail
+
+#define XR_CUDA(call) ::xr::cu::detail::check((call), #call)

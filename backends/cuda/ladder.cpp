@@ -1,0 +1,261 @@
+// The ladder table, errors, and the per-device / per-stream caches.
+#include "ladder.hpp"
+
+#include <cstdio>
+#include <tuple>
+
+#include "check.hpp"
+#include "xreduce/error.hpp"
+
+namespace xr::cu::detail {
+
+// ---- errors ----------------------------------------------------------------------------
+
+std::string error_name(cudaError_t e) {
+  const char* n = cudaGetErrorName(e);
+  return n ? n : ("cudaError " + std::to_string(static_cast<int>(e)));
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  char buf[64];
+  if (bytes >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(1ull << 30));
+  else if (bytes >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1ull << 20));
+  else if (bytes >= (1ull << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / double(1ull << 10));
+  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  return buf;
+}
+
+void throw_cuda(cudaError_t e, const std::string& what) {
+  cudaGetLastError();  // clear a non-sticky error so it is not reported again by a later check
+  const char* s = cudaGetErrorString(e);
+  throw DeviceError("cuda: " + what + " failed: " + error_name(e) + ": " + (s ? s : "unknown error"),
+                    static_cast<int>(e), error_name(e));
+}
+
+// ---- small helpers ---------------------------------------------------------------------
+
+u64 ceil_div(u64 a, u64 b) { return a / b + (a % b != 0); }
+unsigned ceil_log2(u64 x) {
+  unsigned r = 0;
+  while ((u64(1) << r) < x && r < 63) ++r;
+  return r;
+}
+
+bool BlockRule::accepts(unsigned b) const {
+  if (!only.empty()) {
+    for (unsigned o : only)
+      if (o == b) return true;
+    return false;
+  }
+  return b >= min && b <= max && (multiple <= 1 || b % multiple == 0);
+}
+
+std::string BlockRule::describe() const {
+  if (!only.empty()) {
+    if (only.size() == 1 && only[0] == 0) return "only its own (block size 0)";
+    std::string s;
+    for (unsigned o : only) s += (s.empty() ? "" : ", ") + std::to_string(o);
+    return s;
+  }
+  std::string s = std::to_string(min) + ".." + std::to_string(max);
+  if (multiple > 1) s += " in multiples of " + std::to_string(multiple);
+  return s;
+}
+
+int pair_index(DType in, DType acc) {
+  switch (in) {
+    case DType::I32: return acc == DType::I64 ? kI32toI64 : kI32;
+    case DType::I64: return kI64;
+    case DType::F32: return kF32;
+    case DType::F64: break;
+  }
+  return kF64;
+}
+
+RunFn RungEntry::find(Op op, DType in, Accumulator acc) const {
+  return fn[static_cast<int>(op)][pair_index(in, result_dtype(op, in, acc))];
+}
+
+// ---- the table -------------------------------------------------------------------------
+
+const std::vector<RungEntry>& ladder() {
+  static const std::vector<RungEntry> table = [] {
+    std::vector<RungEntry> t;
+    for (auto& e : tree_rungs()) t.push_back(std::move(e));
+    for (auto& e : grid_rungs()) t.push_back(std::move(e));
+    for (auto& e : atomic_rungs()) t.push_back(std::move(e));
+    t.push_back(nested_rung());
+    t.push_back(cub_rung());
+    t.push_back(auto_rung());
+    return t;
+  }();
+  return table;
+}
+
+const RungEntry& rung(const std::string& name) {
+  for (const auto& e : ladder())
+    if (e.info.name == name) return e;
+  std::string names;
+  for (const auto& e : ladder()) names += (names.empty() ? "" : ", ") + e.info.name;
+  throw InvalidArgument("cuda: unknown kernel '" + name + "' (known: " + names + ")");
+}
+
+// ---- caches ----------------------------------------------------------------------------
+
+namespace {
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    check(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+  }
+  ~DeviceGuard() { cudaSetDevice(previous_); }
+
+ private:
+  int previous_ = 0;
+};
+}  // namespace
+
+Workspace::Workspace(int device, cudaStream_t stream) : device_(device), stream_(stream) {
+  DeviceGuard guard(device);
+  // One allocation for the fixed part: partials, then result slot, then counter.
+  const std::size_t partial_bytes = kMaxSinglePassGrid * 8;
+  void* base = nullptr;
+  check(cudaMalloc(&base, partial_bytes + 256), "cudaMalloc of " + format_bytes(partial_bytes + 256) + " (workspace)");
+  partials_ = base;
+  result_ = static_cast<char*>(base) + partial_bytes;
+  counter_ = reinterpret_cast<unsigned*>(static_cast<char*>(base) + partial_bytes + 128);
+  try {
+    check(cudaMemsetAsync(counter_, 0, sizeof(unsigned), stream_), "cudaMemsetAsync (ticket counter)");
+    check(cudaEventCreate(&start_), "cudaEventCreate");
+    check(cudaEventCreate(&stop_), "cudaEventCreate");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  } catch (...) {
+    if (start_) cudaEventDestroy(start_);
+    cudaFree(base);
+    throw;
+  }
+}
+
+Workspace::~Workspace() {
+  // Errors are ignored: a destructor cannot report them, and at exit the runtime may be gone.
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess) return;
+  cudaSetDevice(device_);
+  cudaStreamSynchronize(stream_);
+  for (void* p : slot_)
+    if (p) cudaFree(p);
+  cudaFree(partials_);
+  if (start_) cudaEventDestroy(start_);
+  if (stop_) cudaEventDestroy(stop_);
+  cudaGetLastError();
+  cudaSetDevice(previous);
+}
+
+void* Workspace::scratch(int slot, std::size_t bytes) {
+  if (slot_bytes_[slot] >= bytes) return slot_[slot];
+  // Grow stream-ordered: work already queued on this stream still sees the old buffer.
+  const std::size_t want = std::max<std::size_t>(bytes, slot_bytes_[slot] * 2);
+  if (slot_[slot]) {
+    check(cudaFreeAsync(slot_[slot], stream_), "cudaFreeAsync (scratch)");
+    slot_[slot] = nullptr;
+    slot_bytes_[slot] = 0;
+  }
+  void* p = nullptr;
+  cudaError_t e = cudaMallocAsync(&p, want, stream_);
+  if (e != cudaSuccess && want > bytes) {
+    cudaGetLastError();
+    e = cudaMallocAsync(&p, bytes, stream_);
+    if (e == cudaSuccess) slot_bytes_[slot] = bytes;
+  } else {
+    slot_bytes_[slot] = want;
+  }
+  if (e != cudaSuccess) {
+    slot_bytes_[slot] = 0;
+    throw_cuda(e, "cudaMallocAsync of " + format_bytes(bytes) + " (partials / temp storage)");
+  }
+  slot_[slot] = p;
+  return p;
+}
+
+DeviceState::DeviceState(int device) {
+  caps_.device = device;
+  check(cudaDeviceGetAttribute(&caps_.sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SM count)");
+  check(cudaDeviceGetAttribute(&caps_.max_threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device),
+        "cudaDeviceGetAttribute(threads per SM)");
+  check(cudaDeviceGetAttribute(&caps_.cc_major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute(cc)");
+  check(cudaDeviceGetAttribute(&caps_.cc_minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute(cc)");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  caps_.name = prop.name;
+  caps_.total_mem = prop.totalGlobalMem;
+}
+
+Workspace& DeviceState::workspace(cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = ws_[stream];
+  if (!slot) {
+    try {
+      slot = std::make_unique<Workspace>(caps_.device, stream);
+    } catch (...) {
+      ws_.erase(stream);
+      throw;
+    }
+  }
+  return *slot;
+}
+
+void DeviceState::release(cudaStream_t stream) {
+  std::unique_ptr<Workspace> dead;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = ws_.find(stream);
+    if (it == ws_.end()) return;
+    dead = std::move(it->second);
+    ws_.erase(it);
+  }
+}
+
+DeviceState& device_state(int device) {
+  static std::mutex mutex;
+  // Never destroyed: CUDA calls from static destructors at exit are unsafe.
+  static auto* states = new std::map<int, std::unique_ptr<DeviceState>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& s = (*states)[device];
+  if (!s) {
+    int count = 0;
+    check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    if (device < 0 || device >= count) {
+      states->erase(device);
+      throw InvalidArgument("cuda: device " + std::to_string(device) + " out of range (" + std::to_string(count) +
+                            " devices)");
+    }
+    try {
+      s = std::make_unique<DeviceState>(device);
+    } catch (...) {
+      states->erase(device);
+      throw;
+    }
+  }
+  return *s;
+}
+
+int blocks_per_sm(const void* kernel, unsigned block, std::size_t dyn_smem, int device) {
+  static std::mutex mutex;
+  static auto* cache = new std::map<std::tuple<const void*, unsigned, std::size_t, int>, int>();
+  const auto key = std::make_tuple(kernel, block, dyn_smem, device);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache->find(key);
+    if (it != cache->end()) return it->second;
+  }
+  int blocks = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, static_cast<int>(block), dyn_smem),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (blocks < 1) blocks = 1;
+  std::lock_guard<std::mutex> lock(mutex);
+  (*cache)[key] = blocks;
+  return blocks;
+}
+
+}  // namespace xr::cu::detail

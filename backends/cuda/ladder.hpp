@@ -1,0 +1,141 @@
+// The CUDA ladder as data: one RungEntry per rung, each with a run function per
+// (op, input type, accumulator), plus the per-device and per-stream caches they use.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "xreduce/reducer.hpp"
+#include "xreduce/types.hpp"
+
+namespace xr::cu::detail {
+
+using u64 = std::uint64_t;
+
+struct DeviceCaps {
+  int device = 0;
+  std::string name;
+  int sm_count = 1;
+  int max_threads_per_sm = 2048;
+  int cc_major = 0, cc_minor = 0;
+  std::size_t total_mem = 0;
+};
+
+// Temporary storage for reductions issued on one stream of one device. Everything a call
+// needs is either allocated here once (single-pass partials, the ticket counter, the result
+// slot of the synchronous API, timing events) or grown stream-ordered and kept (multi-pass
+// ping-pong partials, CUB temp storage). Two streams never share one: the single-pass counter
+// and partials are per stream.
+class Workspace {
+ public:
+  static constexpr u64 kMaxSinglePassGrid = 65536;
+
+  Workspace(int device, cudaStream_t stream);
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  // A buffer of at least `bytes` for slot 0..2 (0, 1: multi-pass partials; 2: CUB temp).
+  void* scratch(int slot, std::size_t bytes);
+  void* single_pass_partials() const { return partials_; }  // kMaxSinglePassGrid * 8 bytes
+  unsigned* counter() const { return counter_; }            // 0 between launches
+  void* result_slot() const { return result_; }              // 8 bytes
+  cudaStream_t stream() const { return stream_; }
+  cudaEvent_t start_event() const { return start_; }
+  cudaEvent_t stop_event() const { return stop_; }
+
+ private:
+  int device_;
+  cudaStream_t stream_;
+  void* partials_ = nullptr;
+  unsigned* counter_ = nullptr;
+  void* result_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  std::array<void*, 3> slot_{};
+  std::array<std::size_t, 3> slot_bytes_{};
+};
+
+// Caps (queried once) and the workspaces of one device, keyed by stream. Lives until exit.
+class DeviceState {
+ public:
+  explicit DeviceState(int device);
+  const DeviceCaps& caps() const { return caps_; }
+  Workspace& workspace(cudaStream_t stream);
+  void release(cudaStream_t stream);  // frees that stream's workspace (before destroying it)
+
+ private:
+  DeviceCaps caps_;
+  std::mutex mutex_;
+  std::map<cudaStream_t, std::unique_ptr<Workspace>> ws_;
+};
+
+DeviceState& device_state(int device);  // throws DeviceError for a bad index
+
+// Resident blocks per SM of `kernel` at this block size (cached per kernel, block, device).
+int blocks_per_sm(const void* kernel, unsigned block, std::size_t dyn_smem, int device);
+
+// One reduction, arguments resolved. `in` has n elements of the input type, `out` receives
+// one value of the result type; both on caps->device. grid == 0: the rung's default.
+struct Launch {
+  const void* in = nullptr;
+  u64 n = 0;
+  void* out = nullptr;
+  unsigned block = 0;
+  u64 grid = 0;
+  cudaStream_t stream = nullptr;
+  Workspace* ws = nullptr;
+  const DeviceCaps* caps = nullptr;
+};
+
+struct Outcome {
+  int launches = 0;
+  std::string finish;   // "multi-pass", "last block", "atomic", "tail launch", "cub"
+  u64 depth = 0;        // rounding chain bound (Result::rounding_depth)
+  std::string variant;  // what ran, e.g. "auto:single_pass"
+};
+
+using RunFn = Outcome (*)(const Launch&);
+
+// Which block sizes a rung accepts: [min, max] in steps of `multiple`, or exactly `only`.
+struct BlockRule {
+  unsigned min = 1, max = 1024, multiple = 1;
+  std::vector<unsigned> only;
+  bool accepts(unsigned b) const;
+  std::string describe() const;
+};
+
+// (input, accumulator) pairs: i32 sums with the Wide accumulator use i64.
+enum Pair : int { kI32toI64, kI32, kI64, kF32, kF64, kPairs };
+int pair_index(DType in, DType acc);
+
+struct RungEntry {
+  KernelInfo info;
+  unsigned default_block = 256;
+  BlockRule blocks;
+  std::array<std::array<RunFn, kPairs>, 4> fn{};  // [op][pair]; null where unsupported
+  RunFn find(Op op, DType in, Accumulator acc) const;
+};
+
+// The ladder, in kernels() order. Rung families define their entries in their own .cu files.
+const std::vector<RungEntry>& ladder();
+const RungEntry& rung(const std::string& name);  // InvalidArgument listing the names
+
+// Entry factories, one per rung family (each in its own translation unit).
+std::vector<RungEntry> tree_rungs();     // rungs_tree.cu: interleaved_divergent .. unroll_complete
+std::vector<RungEntry> grid_rungs();     // rungs_grid.cu: cascade, shuffle, vector, single_pass
+std::vector<RungEntry> atomic_rungs();   // rungs_atomic.cu
+RungEntry nested_rung();                 // nested.cu (separable compilation)
+RungEntry cub_rung();                    // cub_baseline.cu
+RungEntry auto_rung();                   // rungs_grid.cu
+
+u64 ceil_div(u64 a, u64 b);
+unsigned ceil_log2(u64 x);
+
+}  // namespace xr::cu::detail

@@ -1,0 +1,62 @@
+// Rungs 11-13: the result is combined atomically. One launch writes the identity into the
+// output, one launch reduces (2 launches). Native atomics: add (all types; f32/f64 order-
+// dependent), min/max on integers; products and float min/max use a compare-and-swap loop.
+#include "../../kernels_cu/atomic.cuh"
+#include "drivers.cuh"
+
+namespace xr::cu::detail {
+namespace {
+
+// Derived provides name, kernel<In,Acc,O>(), depth(n, grid, block).
+template <class Derived> struct AtomicRung {
+  template <class In, class Acc, Op O> static Outcome run(const Launch& L) {
+    const auto k = Derived::template kernel<In, Acc, O>();
+    const unsigned grid = to_grid(fixed_grid(L, L.n, true, reinterpret_cast<const void*>(k), 0, 1), Derived::name);
+    Acc* out = static_cast<Acc*>(L.out);
+    kern::k_fill<Acc><<<1, 1, 0, L.stream>>>(out, xr::identity<Acc>(O));
+    check_launch("k_fill (identity before atomics)");
+    k<<<grid, L.block, 0, L.stream>>>(static_cast<const In*>(L.in), L.n, out);
+    check_launch(Derived::name);
+    Outcome o;
+    o.launches = 2;
+    o.finish = "atomic";
+    o.depth = Derived::depth(std::max<u64>(L.n, 1), grid, L.block);
+    o.variant = Derived::name;
+    return o;
+  }
+};
+
+struct AtomicGlobal : AtomicRung<AtomicGlobal> {
+  static constexpr const char* name = "atomic_global";
+  template <class In, class Acc, Op O> static auto kernel() { return &kern::k_atomic_global<In, Acc, O>; }
+  static u64 depth(u64 n, u64, unsigned) { return n + 1; }  // one chain through every element
+};
+struct AtomicShared : AtomicRung<AtomicShared> {
+  static constexpr const char* name = "atomic_shared";
+  template <class In, class Acc, Op O> static auto kernel() { return &kern::k_atomic_shared<In, Acc, O>; }
+  // The block's elements in sequence (the busiest block), then the blocks in sequence.
+  static u64 depth(u64 n, u64 grid, unsigned block) { return ceil_div(n, grid * block) * block + grid + 1; }
+};
+struct TreeAtomic : AtomicRung<TreeAtomic> {
+  static constexpr const char* name = "tree_atomic";
+  template <class In, class Acc, Op O> static auto kernel() { return &kern::k_tree_atomic<In, Acc, O>; }
+  static u64 depth(u64 n, u64 grid, unsigned block) { return pass_depth(n, grid, block) + grid; }
+};
+
+}  // namespace
+
+std::vector<RungEntry> atomic_rungs() {
+  return {
+      make_entry<AtomicGlobal>(
+          "every element one atomic on one address (native add, int min/max; CAS loop otherwise): fully serialised",
+          KernelKind::Rung, 256, BlockRule{1, 1024, 1, {}}),
+      make_entry<AtomicShared>(
+          "shared-memory atomic per element, one global atomic per block: less global contention, still 1 atomic/elem",
+          KernelKind::Rung, 256, BlockRule{1, 1024, 1, {}}),
+      make_entry<TreeAtomic>(
+          "registers + shuffle tree per block, one global atomic per block; identity-init launch, float sums order-dependent",
+          KernelKind::Rung, 256, BlockRule{32, 1024, 32, {}}),
+  };
+}
+
+}  // namespace xr::cu::detail

@@ -1,0 +1,120 @@
+// Device helpers shared by every rung: the op (core's OpFn, so device and host agree bit for
+// bit), identities, warp and block reductions, cache-global loads, and atomic combines.
+// Device code only: launching lives in backends/cuda.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "xreduce/semantics.hpp"
+
+namespace xr::kern {
+
+using u64 = std::uint64_t;
+
+// The identity of O in type T (core's definition; constexpr, so usable on the device with
+// --expt-relaxed-constexpr).
+template <xr::Op O, class T> __device__ __forceinline__ T ident() { return xr::identity<T>(O); }
+
+template <xr::Op O, class T> __device__ __forceinline__ T apply(T a, T b) {
+  return xr::OpFn<O>::apply(a, b);
+}
+
+// Smallest power of two >= x (x >= 1, x <= 2^31).
+__device__ __forceinline__ unsigned pow2_ceil(unsigned x) {
+  return x <= 1 ? 1u : 1u << (32 - __clz(x - 1));
+}
+
+// Dynamic shared memory viewed as T (one extern array for every instantiation).
+template <class T> __device__ __forceinline__ T* dyn_shared() {
+  extern __shared__ __align__(16) unsigned char xr_dyn_smem[];
+  return reinterpret_cast<T*>(xr_dyn_smem);
+}
+
+// Shuffle of any 4- or 8-byte arithmetic type (int64_t is `long` on Linux: cast through
+// long long so one overload set serves all).
+template <class T> __device__ __forceinline__ T shfl_down(T v, unsigned delta) {
+  if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
+    return static_cast<T>(__shfl_down_sync(0xffffffffu, static_cast<long long>(v), delta));
+  } else {
+    return __shfl_down_sync(0xffffffffu, v, delta);
+  }
+}
+
+// Warp reduction by shuffles: lane 0 ends with the combination of all 32 lanes.
+template <xr::Op O, class T> __device__ __forceinline__ T warp_reduce(T v) {
+#pragma unroll
+  for (unsigned d = 16; d > 0; d >>= 1) v = apply<O>(v, shfl_down(v, d));
+  return v;
+}
+
+// Block reduction: shuffles inside each warp, the warp results through shared memory, the
+// last warp by shuffles. blockDim.x must be a multiple of 32 (<= 1024). Thread 0 gets the
+// result; every thread of the block must call it.
+template <xr::Op O, class T> __device__ __forceinline__ T block_reduce(T v) {
+  __shared__ T warp_part[32];
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const unsigned nwarps = blockDim.x >> 5;
+  v = warp_reduce<O>(v);
+  if (nwarps == 1) return v;
+  if (lane == 0) warp_part[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < nwarps ? warp_part[lane] : ident<O, T>();
+    v = warp_reduce<O>(v);
+  }
+  __syncthreads();  // warp_part may be reused by a second call in the same kernel
+  return v;
+}
+
+// Load bypassing L1 (partials written by other blocks of the same grid).
+template <class T> __device__ __forceinline__ T load_cg(const T* p) {
+  if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
+    return static_cast<T>(__ldcg(reinterpret_cast<const long long*>(p)));
+  } else {
+    return __ldcg(p);
+  }
+}
+
+template <class To, class From> __device__ __forceinline__ To bits_as(From v) {
+  static_assert(sizeof(To) == sizeof(From));
+  To r;
+  __builtin_memcpy(&r, &v, sizeof(To));
+  return r;
+}
+
+// *addr = O(*addr, v) atomically, in global or shared memory. Native atomics where the
+// hardware has them: add for every type (integers wrap; f64 needs sm_60), min/max for
+// integers. Products and float min/max have no native atomic: a compare-and-swap loop on the
+// bit pattern (so NaN results compare equal to themselves and the loop ends).
+template <xr::Op O, class T> __device__ __forceinline__ void atomic_combine(T* addr, T v) {
+  if constexpr (O == xr::Op::Sum && std::is_integral_v<T> && sizeof(T) == 4) {
+    atomicAdd(reinterpret_cast<int*>(addr), static_cast<int>(v));
+  } else if constexpr (O == xr::Op::Sum && std::is_integral_v<T>) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(addr), static_cast<unsigned long long>(v));
+  } else if constexpr (O == xr::Op::Sum) {
+    atomicAdd(addr, v);
+  } else if constexpr ((O == xr::Op::Min || O == xr::Op::Max) && std::is_integral_v<T> && sizeof(T) == 4) {
+    if constexpr (O == xr::Op::Min) atomicMin(reinterpret_cast<int*>(addr), static_cast<int>(v));
+    else atomicMax(reinterpret_cast<int*>(addr), static_cast<int>(v));
+  } else if constexpr ((O == xr::Op::Min || O == xr::Op::Max) && std::is_integral_v<T>) {
+    if constexpr (O == xr::Op::Min) atomicMin(reinterpret_cast<long long*>(addr), static_cast<long long>(v));
+    else atomicMax(reinterpret_cast<long long*>(addr), static_cast<long long>(v));
+  } else {
+    using Bits = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+    Bits* a = reinterpret_cast<Bits*>(addr);
+    Bits old = *reinterpret_cast<volatile Bits*>(a);
+    for (;;) {
+      const Bits next = bits_as<Bits>(apply<O>(bits_as<T>(old), v));
+      if (next == old) return;
+      const Bits seen = atomicCAS(a, old, next);
+      if (seen == old) return;
+      old = seen;
+    }
+  }
+}
+
+// Writes one value (the identity before an atomic rung).
+template <class T> __global__ void k_fill(T* out, T value) { *out = value; }
+
+}  // namespace xr::kern

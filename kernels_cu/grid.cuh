@@ -1,0 +1,142 @@
+// Rungs 7-10 and auto: a fixed grid that strides over the input (many elements per thread),
+// then a block reduction. cascade and shuffle write one partial per block; vector adds
+// 128-bit loads; single_pass and auto finish in the same launch (last block).
+#pragma once
+
+#include <cstdint>
+
+#include "common.cuh"
+#include "tree.cuh"
+
+namespace xr::kern {
+
+// 7. cascade: grid-stride loop (Brent: many elements per thread, fixed grid), then the
+// shared-memory tree of unroll_last_warp. blockDim.x: multiple of 32.
+template <class In, class Acc, xr::Op O>
+__global__ void k_cascade(const In* __restrict__ in, u64 n, Acc* __restrict__ out) {
+  Acc* s = dyn_shared<Acc>();
+  Acc acc = ident<O, Acc>();
+  const u64 stride = u64(gridDim.x) * blockDim.x;
+  for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    acc = apply<O>(acc, static_cast<Acc>(in[i]));
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  seq_tree<O>(s, blockDim.x, 64);
+  if (threadIdx.x < 32) {
+    const Acc v = last_warp_shared<O>(s, blockDim.x < 64 ? blockDim.x : 64);
+    if (threadIdx.x == 0) out[blockIdx.x] = v;
+  }
+}
+
+// 8. shuffle: the same loop; warp shuffles replace the shared-memory tree inside each warp.
+template <class In, class Acc, xr::Op O>
+__global__ void k_shuffle(const In* __restrict__ in, u64 n, Acc* __restrict__ out) {
+  Acc acc = ident<O, Acc>();
+  const u64 stride = u64(gridDim.x) * blockDim.x;
+  for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    acc = apply<O>(acc, static_cast<Acc>(in[i]));
+  acc = block_reduce<O>(acc);
+  if (threadIdx.x == 0) out[blockIdx.x] = acc;
+}
+
+// 16 bytes of In, loaded as one 128-bit transaction.
+template <class In> struct alignas(16) Pack {
+  static constexpr unsigned size = 16 / sizeof(In);
+  In v[size];
+};
+
+template <class In> __device__ __forceinline__ Pack<In> load_pack(const Pack<In>* p) {
+  const int4 raw = *reinterpret_cast<const int4*>(p);  // one LDG.128
+  return bits_as<Pack<In>>(raw);
+}
+
+// Combines the elements of K packs as a balanced tree (shorter rounding chains and more
+// instruction-level parallelism than a running sum).
+template <xr::Op O, class Acc, class In, unsigned K>
+__device__ __forceinline__ Acc reduce_packs(const Pack<In> (&r)[K]) {
+  constexpr unsigned V = Pack<In>::size, M = K * V;
+  Acc t[M];
+#pragma unroll
+  for (unsigned u = 0; u < K; ++u)
+#pragma unroll
+    for (unsigned k = 0; k < V; ++k) t[u * V + k] = static_cast<Acc>(r[u].v[k]);
+#pragma unroll
+  for (unsigned w = 1; w < M; w *= 2)
+#pragma unroll
+    for (unsigned j = 0; j + w < M; j += 2 * w) t[j] = apply<O>(t[j], t[j + w]);
+  return t[0];
+}
+
+// The per-thread part of vector/single_pass/auto: 128-bit loads, U per thread per iteration
+// (independent, so U loads are in flight before the first is used), grid-stride. The
+// misaligned head (before the first 16-byte boundary) and the tail (after the last whole
+// pack) are fewer than 2*16/sizeof(In) elements: the first threads take one each.
+// The pointer must be aligned to sizeof(In).
+template <xr::Op O, class Acc, class In, unsigned U>
+__device__ __forceinline__ Acc thread_vec_accumulate(const In* __restrict__ in, u64 n) {
+  constexpr unsigned V = Pack<In>::size;
+  const auto addr = reinterpret_cast<std::uintptr_t>(in);
+  u64 head = ((16u - (addr & 15u)) & 15u) / sizeof(In);
+  if (head > n) head = n;
+  const u64 nvec = (n - head) / V;
+  const u64 tail_begin = head + nvec * V;
+  const u64 tid = u64(blockIdx.x) * blockDim.x + threadIdx.x;
+  const u64 stride = u64(gridDim.x) * blockDim.x;
+
+  Acc acc = ident<O, Acc>();
+  if (tid < head) acc = static_cast<Acc>(in[tid]);
+  else if (tid - head < n - tail_begin) acc = static_cast<Acc>(in[tail_begin + (tid - head)]);
+
+  const Pack<In>* vin = reinterpret_cast<const Pack<In>*>(in + head);
+  u64 i = tid;
+  for (; i + (U - 1) * stride < nvec; i += U * stride) {
+    Pack<In> r[U];
+#pragma unroll
+    for (unsigned u = 0; u < U; ++u) r[u] = load_pack(vin + i + u * stride);
+    acc = apply<O>(acc, reduce_packs<O, Acc>(r));
+  }
+  for (; i < nvec; i += stride) {
+    Pack<In> r[1] = {load_pack(vin + i)};
+    acc = apply<O>(acc, reduce_packs<O, Acc>(r));
+  }
+  return acc;
+}
+
+// 9. vector (LastBlock = false): one partial per block, a second launch finishes.
+// 10. single_pass / auto (LastBlock = true): each block stores its partial, a fence, an
+// atomic ticket; the block that draws the last ticket reduces the partials (read past L1),
+// writes *out and resets the counter to 0 for the next launch (no memset launch).
+// A grid of one block writes *out directly.
+template <class In, class Acc, xr::Op O, unsigned U, bool LastBlock>
+__global__ void __launch_bounds__(1024)
+    k_vec(const In* __restrict__ in, u64 n, Acc* __restrict__ out, Acc* partials, unsigned* counter) {
+  Acc acc = thread_vec_accumulate<O, Acc, In, U>(in, n);
+  acc = block_reduce<O>(acc);
+  if constexpr (!LastBlock) {
+    if (threadIdx.x == 0) out[blockIdx.x] = acc;
+  } else {
+    if (gridDim.x == 1) {
+      if (threadIdx.x == 0) *out = acc;
+      return;
+    }
+    __shared__ bool is_last;
+    if (threadIdx.x == 0) {
+      partials[blockIdx.x] = acc;
+      __threadfence();
+      is_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (is_last) {
+      __threadfence();
+      Acc v = ident<O, Acc>();
+      for (unsigned j = threadIdx.x; j < gridDim.x; j += blockDim.x) v = apply<O>(v, load_cg(partials + j));
+      v = block_reduce<O>(v);
+      if (threadIdx.x == 0) {
+        *out = v;
+        *counter = 0;
+      }
+    }
+  }
+}
+
+}  // namespace xr::kern

@@ -1,0 +1,405 @@
+// CUDA backend tests that the cross-backend suite cannot express: data already on the device.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "xreduce/cuda.hpp"
+#include "xreduce/xreduce.hpp"
+
+namespace {
+
+using xr::Accumulator;
+using xr::DType;
+using xr::Op;
+using u64 = std::uint64_t;
+
+#define CK(call) REQUIRE_MESSAGE((call) == cudaSuccess, #call)
+
+template <class T> struct DevBuf {
+  T* p = nullptr;
+  explicit DevBuf(u64 n) { CK(cudaMalloc(reinterpret_cast<void**>(&p), std::max<u64>(n, 1) * sizeof(T))); }
+  DevBuf(const std::vector<T>& h, u64 offset = 0) : DevBuf(h.size() + offset) {
+    if (!h.empty()) CK(cudaMemcpy(p + offset, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  ~DevBuf() { cudaFree(p); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+};
+
+template <class T> std::vector<T> make_data(u64 n, Op op, u64 seed) {
+  std::mt19937_64 rng(seed * 7919 + n);
+  std::vector<T> v(n);
+  for (auto& x : v) {
+    if constexpr (std::is_integral_v<T>) {
+      if (op == Op::Prod) x = static_cast<T>(std::uniform_int_distribution<int>(-3, 3)(rng));
+      else if (rng() % 64 == 0) x = rng() % 2 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
+      else x = static_cast<T>(std::uniform_int_distribution<long long>(-100000, 100000)(rng));
+    } else {
+      if (op == Op::Prod) x = static_cast<T>(std::uniform_real_distribution<double>(0.999, 1.001)(rng));
+      else x = static_cast<T>(std::uniform_real_distribution<double>(-1.0, 1.0)(rng));
+    }
+  }
+  return v;
+}
+
+// Host reference: integers combined in the result type with core's wrap semantics (exact);
+// float sums and products in long double; min/max exactly.
+template <class T> struct Ref {
+  long double value = 0;
+  std::int64_t exact = 0;
+  long double abs_sum = 0;
+  bool nan = false;
+};
+
+template <class T> Ref<T> host_reduce(const std::vector<T>& v, Op op, Accumulator acc) {
+  Ref<T> r;
+  if constexpr (std::is_integral_v<T>) {
+    if (xr::result_dtype(op, xr::dtype_of<T>, acc) == DType::I64) {
+      std::int64_t a = xr::identity<std::int64_t>(op);
+      for (T x : v) a = xr::combine<std::int64_t>(op, a, x);
+      r.exact = a;
+    } else {
+      T a = xr::identity<T>(op);
+      for (T x : v) a = xr::combine<T>(op, a, x);
+      r.exact = a;
+    }
+  } else {
+    if (op == Op::Sum || op == Op::Prod) {
+      long double a = op == Op::Sum ? 0.0L : 1.0L;
+      for (T x : v) {
+        a = op == Op::Sum ? a + x : a * x;
+        r.abs_sum += std::fabs(static_cast<long double>(x));
+      }
+      r.value = a;
+    } else {
+      T a = xr::identity<T>(op);
+      for (T x : v) a = xr::combine<T>(op, a, x);
+      r.nan = std::isnan(a);
+      r.value = a;
+    }
+  }
+  return r;
+}
+
+template <class T>
+void check_value(const xr::Result& res, const std::vector<T>& v, Op op, Accumulator acc, const std::string& what) {
+  INFO(what << " n=" << v.size() << " op=" << xr::to_string(op) << " type=" << xr::to_string(xr::dtype_of<T>)
+            << " kernel=" << res.kernel << " value=" << res.value.to_string());
+  CHECK(res.value.type == xr::result_dtype(op, xr::dtype_of<T>, acc));
+  CHECK(res.n == v.size());
+  CHECK(res.backend == "cuda");
+  CHECK(res.launches >= 1);
+  const Ref<T> ref = host_reduce(v, op, acc);
+  if constexpr (std::is_integral_v<T>) {
+    CHECK(res.value.i == ref.exact);
+  } else {
+    const double got = res.value.f;
+    const long double u = std::numeric_limits<T>::epsilon() / 2;
+    if (op == Op::Min || op == Op::Max) {
+      if (ref.nan) CHECK(std::isnan(got));
+      else CHECK(got == static_cast<double>(ref.value));
+    } else if (op == Op::Sum) {
+      const long double bound = (res.rounding_depth + 1) * u * ref.abs_sum + u * std::fabs(ref.value);
+      INFO("error " << double(std::fabs(got - ref.value)) << " bound " << double(bound) << " depth "
+                    << res.rounding_depth);
+      CHECK(std::fabs(got - ref.value) <= bound);
+    } else {
+      // Every one of the n-1 multiplications rounds the whole product: (n+1) u |ref|.
+      const long double bound = (v.size() + 1) * u * std::fabs(ref.value);
+      CHECK(std::fabs(got - ref.value) <= bound);
+    }
+  }
+}
+
+template <class F> void for_each_type(F&& f) {
+  f(std::int32_t{});
+  f(std::int64_t{});
+  f(float{});
+  f(double{});
+}
+
+const std::vector<u64> kSizes{0, 1, 2, 31, 33, 1025, (1u << 20) + 7};
+
+std::vector<Accumulator> accumulators(Op op, DType t) {
+  if (op == Op::Sum && t == DType::I32) return {Accumulator::Wide, Accumulator::Native};
+  return {Accumulator::Wide};
+}
+
+// The block sizes to try for a rung: a non-power of two it accepts (100, else 96), plus the
+// default. unroll_complete (templated) and cub accept neither.
+std::vector<unsigned> blocks_for(const std::string& kernel) {
+  if (kernel == "cub") return {0};
+  if (kernel == "unroll_complete") return {0, 128, 512};
+  if (kernel == "interleaved_divergent" || kernel == "interleaved_strided" || kernel == "sequential" ||
+      kernel == "first_add" || kernel == "atomic_global" || kernel == "atomic_shared")
+    return {0, 100, 33};
+  return {0, 96, 32, 1024};
+}
+
+}  // namespace
+
+TEST_CASE("ladder order and notes") {
+  const std::vector<std::string> want{"interleaved_divergent", "interleaved_strided", "sequential", "first_add",
+                                      "unroll_last_warp",      "unroll_complete",     "cascade",    "shuffle",
+                                      "vector",                "single_pass",         "atomic_global",
+                                      "atomic_shared",         "tree_atomic",         "nested",     "cub",
+                                      "auto"};
+  const auto ks = xr::cu::kernels();
+  REQUIRE(ks.size() == want.size());
+  for (std::size_t i = 0; i < ks.size(); ++i) {
+    CHECK(ks[i].name == want[i]);
+    CHECK(!ks[i].note.empty());
+    CHECK(ks[i].note.find('\n') == std::string::npos);
+  }
+  CHECK(ks[14].kind == xr::KernelKind::Baseline);
+  CHECK(ks[15].kind == xr::KernelKind::Auto);
+  auto r = xr::make_reducer("cuda");
+  CHECK(r->kernels().size() == want.size());
+  CHECK(!r->device().empty());
+}
+
+TEST_CASE("device pointer API: auto, every type, op and size") {
+  for_each_type([](auto t) {
+    using T = decltype(t);
+    for (Op op : xr::all_ops)
+      for (u64 n : kSizes)
+        for (Accumulator acc : accumulators(op, xr::dtype_of<T>)) {
+          const auto h = make_data<T>(n, op, 1);
+          DevBuf<T> d(h);
+          xr::RunOptions opt;
+          opt.accumulator = acc;
+          if (n == 0 && (op == Op::Min || op == Op::Max)) {
+            CHECK_THROWS_AS(xr::cu::reduce(d.p, n, op, nullptr, opt), xr::EmptyInput);
+            continue;
+          }
+          const xr::Result res = xr::cu::reduce(d.p, n, op, nullptr, opt);
+          check_value(res, h, op, acc, "auto");
+          CHECK(res.kernel == "auto:single_pass");
+          CHECK(res.launches == 1);
+        }
+  });
+}
+
+TEST_CASE("every rung, op and type, default and non-power-of-two block sizes, device and host paths") {
+  auto reducer = xr::make_reducer("cuda");
+  const std::vector<u64> sizes{0, 1, 33, 1025, 100003};
+  for (const auto& k : xr::cu::kernels()) {
+    for_each_type([&](auto t) {
+      using T = decltype(t);
+      for (Op op : xr::all_ops) {
+        if (!k.supports(op, xr::dtype_of<T>)) continue;
+        for (u64 n : sizes) {
+          if (n == 0 && (op == Op::Min || op == Op::Max)) continue;
+          if (k.name == "atomic_global" && n > 2000 && op != Op::Sum) continue;  // CAS loops: slow, not wrong
+          for (Accumulator acc : accumulators(op, xr::dtype_of<T>)) {
+            const auto h = make_data<T>(n, op, 2);
+            DevBuf<T> d(h);
+            for (unsigned block : blocks_for(k.name)) {
+              xr::RunOptions opt;
+              opt.kernel = k.name;
+              opt.block_size = block;
+              opt.accumulator = acc;
+              check_value(xr::cu::reduce(d.p, n, op, nullptr, opt), h, op, acc, k.name + " block " + std::to_string(block));
+            }
+            xr::RunOptions opt;
+            opt.kernel = k.name;
+            opt.accumulator = acc;
+            check_value(reducer->reduce(std::span<const T>(h), op, opt), h, op, acc, k.name + " host span");
+          }
+        }
+      }
+    });
+  }
+}
+
+TEST_CASE("NaN propagates through min and max on every rung") {
+  for (const auto& k : xr::cu::kernels()) {
+    for_each_type([&](auto t) {
+      using T = decltype(t);
+      if constexpr (std::is_floating_point_v<T>) {
+        for (Op op : {Op::Min, Op::Max})
+          for (u64 pos : {u64(0), u64(517), u64(1024)}) {
+            auto h = make_data<T>(1025, Op::Sum, 3);
+            h[pos] = std::numeric_limits<T>::quiet_NaN();
+            DevBuf<T> d(h);
+            xr::RunOptions opt;
+            opt.kernel = k.name;
+            const auto res = xr::cu::reduce(d.p, h.size(), op, nullptr, opt);
+            INFO(k.name << " " << xr::to_string(op) << " NaN at " << pos);
+            CHECK(std::isnan(res.value.f));
+          }
+      }
+    });
+  }
+}
+
+TEST_CASE("blocks the rung cannot run are rejected") {
+  DevBuf<float> d(std::vector<float>(100, 1.0f));
+  auto bad = [&](const char* kernel, unsigned block) {
+    xr::RunOptions opt;
+    opt.kernel = kernel;
+    opt.block_size = block;
+    CHECK_THROWS_AS(xr::cu::reduce(d.p, 100, Op::Sum, nullptr, opt), xr::InvalidArgument);
+  };
+  bad("unroll_complete", 96);
+  bad("unroll_complete", 1024);
+  bad("shuffle", 100);
+  bad("auto", 2048);
+  bad("sequential", 2048);
+  bad("cub", 256);
+  xr::RunOptions opt;
+  opt.kernel = "no_such_rung";
+  CHECK_THROWS_AS(xr::cu::reduce(d.p, 100, Op::Sum, nullptr, opt), xr::InvalidArgument);
+}
+
+TEST_CASE("multi-pass: partials reduced on the device pass after pass") {
+  const u64 n = (1u << 20) + 7;
+  const auto h = make_data<std::int32_t>(n, Op::Sum, 4);
+  DevBuf<std::int32_t> d(h);
+  xr::RunOptions opt;
+  opt.kernel = "sequential";
+  opt.block_size = 32;
+  opt.repeat = 3;
+  opt.warmup = 1;
+  const auto res = xr::cu::reduce(d.p, n, Op::Sum, nullptr, opt);
+  check_value(res, h, Op::Sum, Accumulator::Wide, "sequential/32");
+  CHECK(res.launches == 5);  // 1048583 -> 32769 -> 1025 -> 33 -> 2 -> 1
+  CHECK(res.finish == "multi-pass");
+  CHECK(res.repeats == 3);
+  CHECK(res.kernel_ms > 0);
+  CHECK(res.bytes_per_s > 0);
+  opt.kernel = "nested";
+  opt.block_size = 32;  // chunks of 256: 1048583 -> 4097 -> 17 -> 1
+  const auto nested = xr::cu::reduce(d.p, n, Op::Sum, nullptr, opt);
+  check_value(nested, h, Op::Sum, Accumulator::Wide, "nested/32");
+  CHECK(nested.launches == 3);
+}
+
+TEST_CASE("auto on misaligned device pointers (offset 1, 2, 3 elements)") {
+  for_each_type([](auto t) {
+    using T = decltype(t);
+    for (u64 offset : {1, 2, 3})
+      for (u64 n : {u64(0), u64(1), u64(2), u64(3), u64(5), u64(7), u64(31), u64(1000), u64((1u << 20) + 7)})
+        for (Op op : xr::all_ops) {
+          if (n == 0 && (op == Op::Min || op == Op::Max)) continue;
+          const auto h = make_data<T>(n, op, 5 + offset);
+          DevBuf<T> d(h, offset);
+          for (const char* kernel : {"auto", "vector", "single_pass"}) {
+            xr::RunOptions opt;
+            opt.kernel = kernel;
+            check_value(xr::cu::reduce(d.p + offset, n, op, nullptr, opt), h, op, Accumulator::Wide,
+                        std::string(kernel) + " offset " + std::to_string(offset));
+          }
+        }
+  });
+}
+
+TEST_CASE("reduce_async leaves the result on the device, on the caller's stream") {
+  cudaStream_t s = nullptr;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const u64 n = 123457;
+  const auto h = make_data<std::int32_t>(n, Op::Sum, 6);
+  DevBuf<std::int32_t> d(h);
+  DevBuf<std::int64_t> out(4);
+  xr::cu::reduce_async(d.p, n, Op::Sum, out.p, s);                                  // i64 (wide)
+  xr::cu::reduce_async(d.p, n, Op::Sum, out.p + 1, s, Accumulator::Native);         // i32
+  xr::cu::reduce_async(d.p, n, Op::Max, out.p + 2, s);
+  xr::RunOptions opt;
+  opt.kernel = "shuffle";
+  xr::cu::reduce_async(d.p, n, Op::Min, out.p + 3, s, opt);
+  std::int64_t got[4] = {};
+  CK(cudaMemcpyAsync(got, out.p, sizeof got, cudaMemcpyDeviceToHost, s));
+  CK(cudaStreamSynchronize(s));
+  CHECK(got[0] == host_reduce(h, Op::Sum, Accumulator::Wide).exact);
+  std::int32_t native = 0;
+  std::memcpy(&native, &got[1], sizeof native);
+  CHECK(native == host_reduce(h, Op::Sum, Accumulator::Native).exact);
+  std::int32_t mx = 0, mn = 0;
+  std::memcpy(&mx, &got[2], sizeof mx);
+  std::memcpy(&mn, &got[3], sizeof mn);
+  CHECK(mx == host_reduce(h, Op::Max, Accumulator::Wide).exact);
+  CHECK(mn == host_reduce(h, Op::Min, Accumulator::Wide).exact);
+  // The synchronous form on the same stream reuses that stream's workspace.
+  check_value(xr::cu::reduce(d.p, n, Op::Sum, s), h, Op::Sum, Accumulator::Wide, "sync on stream");
+  CK(cudaStreamDestroy(s));
+}
+
+TEST_CASE("errors carry the CUDA name; nothing printed") {
+  std::vector<float> host(1000, 1.0f);
+  try {
+    xr::cu::reduce(host.data(), host.size(), Op::Sum);
+    FAIL("host pointer accepted as device pointer");
+  } catch (const xr::DeviceError& e) {
+    CHECK(e.code_name() == "cudaErrorInvalidValue");
+    CHECK(std::string(e.what()).find("cuda") != std::string::npos);
+  }
+  DevBuf<float> d(host);
+  CHECK_THROWS_AS(xr::cu::reduce_async(d.p, host.size(), Op::Sum, host.data(), nullptr), xr::DeviceError);
+  CHECK_THROWS_AS(xr::cu::reduce(d.p, 0, Op::Min), xr::EmptyInput);
+  CHECK_THROWS_AS(xr::cu::reduce_async(d.p, 0, Op::Max, d.p, nullptr), xr::EmptyInput);
+  // A pointer not aligned to its element type.
+  CHECK_THROWS_AS(xr::cu::reduce(reinterpret_cast<const float*>(reinterpret_cast<const char*>(d.p) + 1), 10, Op::Sum),
+                  xr::InvalidArgument);
+  xr::BackendOptions bad_device;
+  bad_device.device = "999";
+  CHECK_THROWS_AS(xr::make_reducer("cuda", bad_device), xr::InvalidArgument);
+  // exact mode is not offered by the CUDA rungs: refused, not ignored.
+  xr::RunOptions exact;
+  exact.exact = true;
+  CHECK_THROWS_AS(xr::cu::reduce(d.p, host.size(), Op::Sum, nullptr, exact), xr::InvalidArgument);
+}
+
+TEST_CASE("auto at n = 2^31 + 5 (64-bit indexing)") {
+  const u64 n = (u64(1) << 31) + 5;
+  std::size_t free_b = 0, total_b = 0;
+  CK(cudaMemGetInfo(&free_b, &total_b));
+  if (free_b < n * sizeof(std::int32_t) + (u64(256) << 20)) {
+    MESSAGE("skipped: needs " << (n * 4 >> 20) << " MiB of device memory, " << (free_b >> 20) << " MiB free");
+    return;
+  }
+  DevBuf<std::int32_t> d(n);
+  CK(cudaMemset(d.p, 1, n * sizeof(std::int32_t)));  // every element 0x01010101
+  const std::int64_t v = 0x01010101;
+  auto run = [&](const char* kernel, Op op, Accumulator acc) {
+    xr::RunOptions opt;
+    opt.kernel = kernel;
+    opt.accumulator = acc;
+    INFO(kernel << " " << xr::to_string(op));
+    return xr::cu::reduce(d.p, n, op, nullptr, opt);
+  };
+  CHECK(run("auto", Op::Sum, Accumulator::Wide).value.i == std::int64_t(n) * v);
+  const auto wrapped = static_cast<std::int32_t>(static_cast<std::uint32_t>(n * std::uint64_t(v)));
+  CHECK(run("auto", Op::Sum, Accumulator::Native).value.i == wrapped);
+  CHECK(run("auto", Op::Max, Accumulator::Wide).value.i == v);
+  CHECK(run("auto", Op::Min, Accumulator::Wide).value.i == v);
+  CK(cudaMemset(d.p + n - 1, 0, sizeof(std::int32_t)));  // the last element (beyond 2^31) is 0
+  CHECK(run("auto", Op::Min, Accumulator::Wide).value.i == 0);
+  // The other rungs index with 64 bits too (the serialised atomic ones are left out: slow).
+  for (const auto& k : xr::cu::kernels()) {
+    if (k.name == "atomic_global" || k.name == "atomic_shared" || k.name == "auto") continue;
+    CHECK(run(k.name.c_str(), Op::Sum, Accumulator::Wide).value.i == std::int64_t(n - 1) * v);
+  }
+}
+
+int main(int argc, char** argv) {
+  const xr::BackendStatus s = xr::backend_status("cuda");
+  if (!s.usable) {
+    std::printf("SKIP cuda: %s\n", s.reason.c_str());
+    return 77;
+  }
+  for (const auto& d : s.devices) std::printf("cuda device: %s (%s)\n", d.name.c_str(), d.detail.c_str());
+  doctest::Context ctx;
+  ctx.applyCommandLine(argc, argv);
+  return ctx.run();
+}
