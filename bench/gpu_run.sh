@@ -28,7 +28,7 @@ fi
 
 if has test; then
   "$cli" --list | tee -a "$summary"
-  ctest --test-dir "$B" --output-on-failure --timeout 1200 >"$OUT/ctest.log" 2>&1
+  ctest --test-dir "$B" --output-on-failure --timeout 300 >"$OUT/ctest.log" 2>&1
   say "ctest exit $?: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
   grep -E "Failed|\*\*\*|SKIP" "$OUT/ctest.log" | head -20 | tee -a "$summary"
   grep -B2 -A12 "ERROR:" "$OUT/ctest.log" | head -80
