@@ -1,0 +1,67 @@
+// xreduce on data already in an OpenCL buffer: reduce a cl_mem the caller owns, in the
+// caller's context and on the caller's queue; nothing is copied to the host but the result.
+//
+//   cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_ONLY, n * sizeof(float), nullptr, &err);
+//   ...
+//   xr::Result r = xr::ocl::reduce<float>(queue, buf, 0, n, xr::Op::Sum);
+//
+// Device choice for xr::make_reducer("opencl", options) (BackendOptions):
+//   platform  -1: any platform; otherwise the platform index (as listed by backend_status).
+//   device    empty: a GPU if the chosen platform(s) have one, else a CPU, else any device;
+//             digits: a device index, counted within the platform when one is given, else
+//             over every device of every platform in listing order; otherwise a
+//             case-insensitive substring of "platform / device".
+//   An index out of range is InvalidArgument; a name nothing matches, no OpenCL platform or no
+//   device is BackendUnavailable.
+#pragma once
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include <cstdint>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "xreduce/reducer.hpp"
+#include "xreduce/result.hpp"
+#include "xreduce/types.hpp"
+
+namespace xr::ocl {
+
+// Reduces elements [offset, offset + n) of `buffer` (offset and n in elements of `type`) with
+// the rung options.kernel ("auto" by default). The queue may be in-order or out-of-order;
+// the call enqueues its commands after everything already on the queue that it waits for
+// (in-order queues) and returns when the result has been read back.
+//
+// Timing: with a queue created with CL_QUEUE_PROFILING_ENABLE, kernel_ms comes from profiling
+// events (the result fill and the kernels of one reduction); without it, from the host's
+// steady clock around enqueue + clFinish (which then includes launch overhead).
+// transfer_ms is the read of the result only.
+//
+// Throws InvalidArgument (unknown rung, unsupported op/type such as f64 on a device without
+// cl_khr_fp64, a range beyond the buffer, a buffer of another context, a work-group size the
+// kernel does not allow), EmptyInput (min/max of nothing), KernelBuildError, DeviceError.
+Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::uint64_t n,
+              DType type, Op op, const RunOptions& options = {});
+
+template <class T>
+Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::uint64_t n, Op op,
+              const RunOptions& options = {}) {
+  return reduce(queue, buffer, offset, n, dtype_of<T>, op, options);
+}
+
+// The ladder as it runs on `device` (f64 is listed only where the device has cl_khr_fp64).
+std::vector<KernelInfo> kernels(cl_device_id device);
+
+// The symbolic name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), or "CL_ERROR_<code>".
+const char* error_name(cl_int code);
+
+// Programs are built once per (context, device, source, build options) and cached for the
+// life of the process; a cached program keeps its context alive. Releasing them:
+void clear_program_cache();
+std::size_t program_cache_size();
+
+}  // namespace xr::ocl

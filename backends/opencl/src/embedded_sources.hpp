@@ -1,0 +1,20 @@
+// The OpenCL C sources of kernels_cl/, embedded at build time (cmake/XreduceEmbedCL.cmake
+// generates the definition of embedded_sources()).
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace xr::ocl::detail {
+
+struct EmbeddedSource {
+  const char* name;  // file name, e.g. "reduce.cl"
+  const char* text;
+};
+
+std::span<const EmbeddedSource> embedded_sources();
+
+// The source named `name`; throws xr::Error when it was not embedded.
+std::string_view embedded_source(std::string_view name);
+
+}  // namespace xr::ocl::detail

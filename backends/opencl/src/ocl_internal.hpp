@@ -1,0 +1,140 @@
+// The OpenCL backend's internals, shared by its sources and by tests/opencl (which call them
+// through libxreduce). Not installed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "xreduce/opencl.hpp"
+#include "xreduce/registry.hpp"
+
+namespace xr::ocl::detail {
+
+// ---- errors ---------------------------------------------------------------------------------
+
+// Throws DeviceError("opencl: <call>[ (<detail>)] failed: <CL_NAME>") unless code is CL_SUCCESS.
+void check(cl_int code, std::string_view call, std::string_view detail = {});
+[[noreturn]] void fail(cl_int code, std::string_view call, std::string_view detail = {});
+std::string format_bytes(std::uint64_t bytes);  // "1.0 GiB"
+
+// ---- devices --------------------------------------------------------------------------------
+
+struct DeviceCaps {
+  cl_platform_id platform = nullptr;
+  cl_device_id device = nullptr;
+  std::string platform_name;
+  std::string name;
+  std::string version;  // CL_DEVICE_VERSION
+  cl_device_type type = 0;
+  unsigned compute_units = 1;
+  std::uint64_t global_mem = 0;
+  std::uint64_t max_alloc = 0;
+  std::uint64_t local_mem = 0;
+  std::size_t max_work_group = 1;
+  bool available = true;
+  bool compiler = true;
+  bool fp64 = false;
+  bool int32_base = false, int32_extended = false;  // cl_khr_global_int32_{base,extended}_atomics
+  bool int64_base = false, int64_extended = false;  // cl_khr_int64_{base,extended}_atomics
+  bool is_gpu() const { return (type & CL_DEVICE_TYPE_GPU) != 0; }
+  std::string type_name() const;  // "GPU", "CPU", "accelerator", ...
+  std::string detail() const;     // one line for --list
+};
+
+DeviceCaps query_caps(cl_device_id device);
+// Cached per device (the queries are cheap but repeated on every reduce call).
+const DeviceCaps& caps_of(cl_device_id device);
+
+struct ListedDevice {
+  int platform_index = 0;
+  int device_index = 0;  // within its platform
+  DeviceCaps caps;
+};
+// Every device of every platform, platform by platform. Throws BackendUnavailable when there
+// is no OpenCL platform (CL_PLATFORM_NOT_FOUND_KHR or zero platforms).
+std::vector<ListedDevice> list_devices();
+// The device BackendOptions chooses (see xreduce/opencl.hpp for the rules).
+ListedDevice select_device(const BackendOptions& options);
+
+// One context per device, shared by every Reducer of the process, so that cached programs are
+// reused across Reducers. Never released (the ICD may be gone at static destruction).
+cl_context shared_context(const DeviceCaps& caps);
+
+// ---- programs -------------------------------------------------------------------------------
+
+// Builds `source` for one device; throws KernelBuildError with CL_PROGRAM_BUILD_LOG on
+// failure. The caller owns the returned program. Not cached.
+cl_program build_program(cl_context context, cl_device_id device, std::string_view source_name,
+                         std::string_view source, const std::string& options);
+
+struct CachedKernel {
+  cl_program program = nullptr;
+  cl_kernel kernel = nullptr;
+  std::size_t work_group_max = 1;   // CL_KERNEL_WORK_GROUP_SIZE
+  std::uint64_t local_mem_used = 0; // CL_KERNEL_LOCAL_MEM_SIZE (static local memory)
+  std::mutex mutex;                 // held from clSetKernelArg to clEnqueueNDRangeKernel
+};
+
+// The kernel `kernel_name` of the embedded source `source_name` built with `options`, built
+// once per (context, device, source, options) and kept until clear_program_cache().
+CachedKernel& cached_kernel(cl_context context, cl_device_id device, std::string_view source_name,
+                            const std::string& options, const char* kernel_name);
+
+// ---- the ladder -----------------------------------------------------------------------------
+
+enum class Tree : int { Interleaved = 0, Sequential = 1 };
+enum class Finish : int { Partials = 0, AtomAdd = 1, AtomMin = 2, AtomMax = 3 };
+
+struct Rung {
+  KernelInfo info;
+  Tree tree = Tree::Sequential;
+  unsigned k = 1;           // elements per work-item per tile; 0: RunOptions::coarsening
+  bool fixed_grid = false;  // grid from the compute units (grid-stride) instead of one tile per group
+  bool contiguous_on_cpu = false;  // XR_CONTIG=1 on CPU devices: each work-item reads K neighbours
+  bool contiguous(const DeviceCaps& caps) const { return contiguous_on_cpu && !caps.is_gpu(); }
+};
+
+std::vector<Rung> rung_table(const DeviceCaps& caps);
+// The atomic finish this device offers for (op, accumulator type), or Partials.
+Finish atomic_finish(const DeviceCaps& caps, Op op, DType acc);
+// The -D options of reduce.cl.
+std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, Finish finish,
+                            bool contiguous = false);
+// Every distinct (options) that some rung x op x type x accumulator of this device builds,
+// second passes included.
+std::vector<std::string> all_program_options(const DeviceCaps& caps);
+
+constexpr const char* kSource = "reduce.cl";
+constexpr const char* kKernel = "xr_reduce";
+constexpr unsigned kRuntimeCoarseningDefault = 16;
+
+// ---- reduction ------------------------------------------------------------------------------
+
+enum class FinishPolicy { Auto, SecondPass };  // SecondPass: ignore atomics (tests, comparisons)
+
+struct Request {
+  cl_command_queue queue = nullptr;
+  cl_mem buffer = nullptr;
+  std::uint64_t offset = 0;  // elements
+  std::uint64_t n = 0;
+  DType type = DType::F32;
+  Op op = Op::Sum;
+  RunOptions options;
+  FinishPolicy finish = FinishPolicy::Auto;
+};
+
+// Runs warmup + repeat reductions of the request on its queue (the rung named by
+// options.kernel, already checked) and fills every Result field. transfer_ms is the result
+// read only.
+Result reduce_on_queue(const Request& request);
+
+// The host path splits inputs larger than this many elements into chunks (default: what
+// CL_DEVICE_MAX_MEM_ALLOC_SIZE allows). 0 restores the default. For tests.
+void set_chunk_limit_for_testing(std::uint64_t elements);
+std::uint64_t chunk_limit_for_testing();
+
+}  // namespace xr::ocl::detail

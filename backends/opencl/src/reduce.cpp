@@ -1,0 +1,414 @@
+// The OpenCL ladder and the one reduction path every entry point goes through: plan the
+// passes, launch them on a queue, time them, read the result back.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ocl_internal.hpp"
+#include "xreduce/error.hpp"
+#include "xreduce/semantics.hpp"
+
+namespace xr::ocl::detail {
+
+// ---- the ladder -----------------------------------------------------------------------------
+
+std::vector<Rung> rung_table(const DeviceCaps& caps) {
+  std::vector<DType> types{DType::I32, DType::I64, DType::F32};
+  if (caps.fp64) types.push_back(DType::F64);
+  const std::vector<Op> ops(all_ops.begin(), all_ops.end());
+  const std::string no64 = caps.fp64 ? "" : " [no f64: device lacks cl_khr_fp64]";
+  const unsigned cascade_k = caps.is_gpu() ? 8 : 32;
+  auto rung = [&](std::string name, std::string note, Tree tree, unsigned k, bool fixed,
+                  KernelKind kind = KernelKind::Rung) {
+    Rung r;
+    r.contiguous_on_cpu = fixed;
+    r.info = KernelInfo{std::move(name), std::move(note) + no64, kind, ops, types};
+    r.tree = tree;
+    r.k = k;
+    r.fixed_grid = fixed;
+    return r;
+  };
+  return {
+      rung("naive",
+           "interleaved tree (lid % 2s) in local memory, one element per work-item (reference 002); "
+           "divergent work-items, slow modulo, one work-group per 256 elements",
+           Tree::Interleaved, 1, false),
+      rung("divergence_free",
+           "sequential addressing: active work-items stay contiguous, no modulo; "
+           "still one element per work-item and half of them idle from the first step",
+           Tree::Sequential, 1, false),
+      rung("coarse2",
+           "each work-item first combines 2 coalesced elements: half the work-groups and tree steps per element; "
+           "still one work-group (and one partial) per 512 elements",
+           Tree::Sequential, 2, false),
+      rung("coarse4",
+           "4 elements per work-item: a quarter of the work-groups, more loads in flight; "
+           "the grid still grows with n",
+           Tree::Sequential, 4, false),
+      rung("coarse8",
+           "8 elements per work-item: the tree's cost spread over 8x more data; "
+           "more registers, a ragged last tile on small n",
+           Tree::Sequential, 8, false),
+      rung("coarse",
+           "run-time factor (RunOptions::coarsening, default 16): tunable without a rebuild; "
+           "the per-item loop is not unrolled",
+           Tree::Sequential, 0, false),
+      rung("cascade",
+           "grid-stride loop with a fixed grid sized to the compute units (Brent), K independent accumulators "
+           "(K = 8 coalesced on GPUs, 32 neighbours on CPUs): few partials; longer chains per work-item",
+           Tree::Sequential, cascade_k, true),
+      rung("auto", "picks cascade with this device's grid, work-group size and K; not tuned per n", Tree::Sequential,
+           cascade_k, true, KernelKind::Auto),
+  };
+}
+
+Finish atomic_finish(const DeviceCaps& caps, Op op, DType acc) {
+  const bool i32 = acc == DType::I32, i64 = acc == DType::I64;
+  if (op == Op::Sum && ((i32 && caps.int32_base) || (i64 && caps.int64_base))) return Finish::AtomAdd;
+  if ((op == Op::Min || op == Op::Max) && ((i32 && caps.int32_extended) || (i64 && caps.int64_extended)))
+    return op == Op::Min ? Finish::AtomMin : Finish::AtomMax;
+  return Finish::Partials;
+}
+
+std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, Finish finish, bool contiguous) {
+  return "-cl-std=CL1.2 -DXR_IN=" + std::to_string(static_cast<int>(in)) +
+         " -DXR_ACC=" + std::to_string(static_cast<int>(acc)) + " -DXR_OP=" + std::to_string(static_cast<int>(op)) +
+         " -DXR_K=" + std::to_string(k) + " -DXR_TREE=" + std::to_string(static_cast<int>(tree)) +
+         " -DXR_FINISH=" + std::to_string(static_cast<int>(finish)) + (contiguous ? " -DXR_CONTIG=1" : "");
+}
+
+std::vector<std::string> all_program_options(const DeviceCaps& caps) {
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  auto add = [&](std::string o) {
+    if (seen.insert(o).second) out.push_back(std::move(o));
+  };
+  for (const auto& r : rung_table(caps)) {
+    for (Op op : r.info.ops)
+      for (DType t : r.info.types)
+        for (Accumulator a : {Accumulator::Wide, Accumulator::Native}) {
+          if (a == Accumulator::Native && !(op == Op::Sum && t == DType::I32)) continue;
+          const DType acc = result_dtype(op, t, a);
+          const Finish f = atomic_finish(caps, op, acc);
+          const bool c = r.contiguous(caps);
+          add(program_options(t, acc, op, r.k, r.tree, f, c));
+          if (f == Finish::Partials) add(program_options(acc, acc, op, r.k, r.tree, Finish::Partials, c));
+        }
+  }
+  return out;
+}
+
+// ---- planning -------------------------------------------------------------------------------
+
+namespace {
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); }
+unsigned ceil_log2(std::uint64_t x) {
+  unsigned d = 0;
+  while ((std::uint64_t{1} << d) < x) ++d;
+  return d;
+}
+std::size_t floor_pow2(std::size_t x) {
+  std::size_t p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
+
+constexpr std::size_t kDefaultWorkGroup = 256;
+constexpr unsigned kMaxCoarsening = 1u << 16;
+
+struct Pass {
+  CachedKernel* kernel = nullptr;
+  std::size_t local = 1;
+  std::uint64_t groups = 1;
+  int in = -1;  // -1: the caller's buffer; 0, 1: scratch buffers
+  std::uint64_t in_offset = 0;
+  std::uint64_t n = 0;
+  int out = 0;  // 0, 1: scratch buffers; 2: the result cell (atomic finish)
+};
+
+const Rung& find_rung(const std::vector<Rung>& table, const std::string& name) {
+  for (const auto& r : table)
+    if (r.info.name == name) return r;
+  std::string known;
+  for (const auto& r : table) known += (known.empty() ? "" : ", ") + r.info.name;
+  throw InvalidArgument("unknown opencl kernel '" + name + "' (known: " + known + ")");
+}
+
+// The largest work-group this kernel may run with for accumulator size `acc_bytes`.
+std::size_t work_group_limit(const CachedKernel& k, const DeviceCaps& caps, std::size_t acc_bytes) {
+  std::size_t limit = std::min(k.work_group_max, caps.max_work_group);
+  const std::uint64_t local_left = caps.local_mem > k.local_mem_used ? caps.local_mem - k.local_mem_used : 0;
+  limit = std::min<std::uint64_t>(limit, local_left / acc_bytes);
+  return std::max<std::size_t>(limit, 1);
+}
+
+// Groups of a fixed (grid-stride) grid: enough work-items to fill every compute unit.
+std::uint64_t fixed_grid(const DeviceCaps& caps, std::size_t local) {
+  const std::uint64_t per_cu = caps.is_gpu() ? std::max<std::uint64_t>(1, 2048 / local) : 4;
+  return caps.compute_units * per_cu;
+}
+
+// A cap on the groups of one launch, so that global sizes stay below 2^31 work-items;
+// the kernel's tile loop takes whatever the grid does not cover.
+std::uint64_t max_groups(std::size_t local) { return std::max<std::uint64_t>(1, ((1ull << 31) - 1) / local); }
+
+struct EventList {
+  std::vector<cl_event> events;
+  ~EventList() {
+    for (cl_event e : events) clReleaseEvent(e);
+  }
+  cl_event last() const { return events.empty() ? nullptr : events.back(); }
+};
+
+struct MemGuard {
+  cl_mem mem = nullptr;
+  ~MemGuard() {
+    if (mem) clReleaseMemObject(mem);
+  }
+};
+
+double event_ms(cl_event e) {
+  cl_ulong start = 0, end = 0;
+  check(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr),
+        "clGetEventProfilingInfo", "CL_PROFILING_COMMAND_START");
+  check(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr),
+        "clGetEventProfilingInfo", "CL_PROFILING_COMMAND_END");
+  return end > start ? static_cast<double>(end - start) * 1e-6 : 0.0;
+}
+
+const char* finish_name(Finish f) {
+  switch (f) {
+    case Finish::AtomAdd: return "atom_add";
+    case Finish::AtomMin: return "atom_min";
+    case Finish::AtomMax: return "atom_max";
+    case Finish::Partials: break;
+  }
+  return "second pass";
+}
+
+}  // namespace
+
+// ---- the reduction --------------------------------------------------------------------------
+
+Result reduce_on_queue(const Request& rq) {
+  const RunOptions& opt = rq.options;
+  if (opt.repeat < 1) throw InvalidArgument("opencl: repeat must be at least 1");
+  if (opt.warmup < 0) throw InvalidArgument("opencl: warmup must not be negative");
+  if (!rq.queue) throw InvalidArgument("opencl: null command queue");
+
+  cl_device_id device = nullptr;
+  cl_context context = nullptr;
+  cl_command_queue_properties qprops = 0;
+  check(clGetCommandQueueInfo(rq.queue, CL_QUEUE_DEVICE, sizeof device, &device, nullptr), "clGetCommandQueueInfo",
+        "CL_QUEUE_DEVICE");
+  check(clGetCommandQueueInfo(rq.queue, CL_QUEUE_CONTEXT, sizeof context, &context, nullptr),
+        "clGetCommandQueueInfo", "CL_QUEUE_CONTEXT");
+  check(clGetCommandQueueInfo(rq.queue, CL_QUEUE_PROPERTIES, sizeof qprops, &qprops, nullptr),
+        "clGetCommandQueueInfo", "CL_QUEUE_PROPERTIES");
+  const bool profiling = (qprops & CL_QUEUE_PROFILING_ENABLE) != 0;
+  const DeviceCaps& caps = caps_of(device);
+
+  if (rq.type == DType::F64 && !caps.fp64)
+    throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps.name + " does not offer");
+  const auto table = rung_table(caps);
+  const Rung& rung = find_rung(table, opt.kernel);
+  check_request(rung.info, rq.op, rq.type, rq.n, "opencl");
+  const std::string kernel_name = rung.info.kind == KernelKind::Auto ? "auto:cascade" : rung.info.name;
+
+  const DType acc = result_dtype(rq.op, rq.type, opt.accumulator);
+  const std::size_t acc_bytes = size_of(acc);
+
+  Result res;
+  res.n = rq.n;
+  res.op = rq.op;
+  res.type = rq.type;
+  res.backend = "opencl";
+  res.device = caps.name;
+  res.kernel = kernel_name;
+  res.repeats = opt.repeat;
+
+  if (rq.n == 0) {  // only sum and prod get here: their identity, nothing launched
+    res.value = visit_dtype(acc, [&](auto t) { return Scalar::of(identity<decltype(t)>(rq.op)); });
+    res.finish = "none";
+    return res;
+  }
+
+  // The caller's buffer: same context, large enough.
+  if (!rq.buffer) throw InvalidArgument("opencl: null buffer");
+  cl_context buffer_context = nullptr;
+  std::size_t buffer_size = 0;
+  check(clGetMemObjectInfo(rq.buffer, CL_MEM_CONTEXT, sizeof buffer_context, &buffer_context, nullptr),
+        "clGetMemObjectInfo", "CL_MEM_CONTEXT");
+  check(clGetMemObjectInfo(rq.buffer, CL_MEM_SIZE, sizeof buffer_size, &buffer_size, nullptr), "clGetMemObjectInfo",
+        "CL_MEM_SIZE");
+  if (buffer_context != context) throw InvalidArgument("opencl: the buffer belongs to another context than the queue");
+  const std::uint64_t elem = size_of(rq.type);
+  const std::uint64_t capacity = buffer_size / elem;
+  if (rq.offset > capacity || rq.n > capacity - rq.offset)
+    throw InvalidArgument("opencl: elements [" + std::to_string(rq.offset) + ", " + std::to_string(rq.offset) + " + " +
+                          std::to_string(rq.n) + ") lie beyond the buffer's " + std::to_string(capacity) + " " +
+                          std::string(to_string(rq.type)) + " elements");
+
+  // Plan: work-group size, coarsening, grid, passes.
+  const unsigned k = rung.k ? rung.k : (opt.coarsening ? opt.coarsening : kRuntimeCoarseningDefault);
+  if (k > kMaxCoarsening)
+    throw InvalidArgument("opencl: coarsening " + std::to_string(k) + " exceeds " + std::to_string(kMaxCoarsening));
+  const Finish finish = rq.finish == FinishPolicy::Auto ? atomic_finish(caps, rq.op, acc) : Finish::Partials;
+  CachedKernel& first = cached_kernel(context, device, kSource,
+                                      program_options(rq.type, acc, rq.op, rung.k, rung.tree, finish, rung.contiguous(caps)), kKernel);
+  const std::size_t limit = work_group_limit(first, caps, acc_bytes);
+  std::size_t local = 0;
+  if (opt.block_size) {
+    if (opt.block_size > limit)
+      throw InvalidArgument("opencl: work-group size " + std::to_string(opt.block_size) + " exceeds " +
+                            std::to_string(limit) + ", the most this kernel allows on " + caps.name +
+                            " (CL_KERNEL_WORK_GROUP_SIZE, CL_DEVICE_MAX_WORK_GROUP_SIZE, local memory)");
+    local = opt.block_size;
+  } else {
+    local = floor_pow2(std::min(kDefaultWorkGroup, limit));
+  }
+
+  // Roundings inside one work-item that reads `tiles_each` tiles: K accumulators of one
+  // element per tile, then K - 1 combines (compile-time K); one accumulator (run-time K).
+  auto chain = [&](std::uint64_t tiles_each) -> std::uint64_t {
+    return rung.k ? tiles_each + k - 1 : tiles_each * k;
+  };
+  std::vector<Pass> passes;
+  std::uint64_t depth = 0;
+  std::uint64_t scratch_elems[2] = {0, 0};
+  {
+    const std::uint64_t tiles = ceil_div(rq.n, std::uint64_t{local} * k);
+    std::uint64_t groups = rung.fixed_grid ? fixed_grid(caps, local) : tiles;
+    if (opt.grid_size) groups = opt.grid_size;
+    groups = std::clamp<std::uint64_t>(groups, 1, std::min(tiles, max_groups(local)));
+    Pass p{&first, local, groups, -1, rq.offset, rq.n, finish == Finish::Partials ? 0 : 2};
+    passes.push_back(p);
+    depth += chain(ceil_div(tiles, groups)) + ceil_log2(local);
+    if (finish != Finish::Partials) depth += groups - 1;  // the atomics' chain (exact for integers)
+    else scratch_elems[0] = groups;
+  }
+  if (finish == Finish::Partials && passes.back().groups > 1) {
+    CachedKernel& next = cached_kernel(context, device, kSource,
+                                       program_options(acc, acc, rq.op, rung.k, rung.tree, Finish::Partials, rung.contiguous(caps)), kKernel);
+    const std::size_t local2 = std::min(local, work_group_limit(next, caps, acc_bytes));
+    int src = 0;
+    std::uint64_t count = passes.back().groups;
+    while (count > 1) {
+      const std::uint64_t tiles = ceil_div(count, std::uint64_t{local2} * k);
+      std::uint64_t groups = rung.fixed_grid ? fixed_grid(caps, local2) : tiles;
+      // At most half as many groups as inputs, so that every pass makes progress (a tile of
+      // one element, L = K = 1, would otherwise copy its input).
+      groups = std::clamp<std::uint64_t>(groups, 1, std::min({tiles, max_groups(local2), ceil_div(count, 2)}));
+      passes.push_back(Pass{&next, local2, groups, src, 0, count, 1 - src});
+      scratch_elems[1 - src] = std::max(scratch_elems[1 - src], groups);
+      depth += chain(ceil_div(tiles, groups)) + ceil_log2(local2);
+      count = groups;
+      src = 1 - src;
+    }
+  }
+
+  // Buffers: partials ping-pong between two scratch buffers; the atomic finish adds into one cell.
+  MemGuard scratch[2], cell;
+  for (int i = 0; i < 2; ++i)
+    if (scratch_elems[i]) {
+      cl_int rc = CL_SUCCESS;
+      const std::uint64_t bytes = scratch_elems[i] * acc_bytes;
+      scratch[i].mem = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, nullptr, &rc);
+      check(rc, "clCreateBuffer", format_bytes(bytes) + " of partials");
+    }
+  if (finish != Finish::Partials) {
+    cl_int rc = CL_SUCCESS;
+    cell.mem = clCreateBuffer(context, CL_MEM_READ_WRITE, acc_bytes, nullptr, &rc);
+    check(rc, "clCreateBuffer", "result cell");
+  }
+  auto mem_of = [&](int which) -> cl_mem { return which < 0 ? rq.buffer : which == 2 ? cell.mem : scratch[which].mem; };
+  const cl_mem final_mem = mem_of(passes.back().out);
+
+  unsigned char ident[8] = {};
+  visit_dtype(acc, [&](auto t) {
+    const auto v = identity<decltype(t)>(rq.op);
+    std::memcpy(ident, &v, sizeof v);
+  });
+
+  std::vector<double> kernel_ms, read_ms;
+  unsigned char host[8] = {};
+  using clock = std::chrono::steady_clock;
+  for (int it = 0; it < opt.warmup + opt.repeat; ++it) {
+    EventList ev;
+    auto wait = [&](cl_uint& count) -> const cl_event* {
+      count = ev.events.empty() ? 0 : 1;
+      return ev.events.empty() ? nullptr : &ev.events.back();
+    };
+    const auto t0 = clock::now();
+    cl_uint nw = 0;
+    if (finish != Finish::Partials) {
+      cl_event e = nullptr;
+      const cl_event* w = wait(nw);
+      check(clEnqueueFillBuffer(rq.queue, cell.mem, ident, acc_bytes, 0, acc_bytes, nw, w, &e), "clEnqueueFillBuffer",
+            "result cell");
+      ev.events.push_back(e);
+    }
+    for (const Pass& p : passes) {
+      const cl_mem in = mem_of(p.in), out = mem_of(p.out);
+      const cl_ulong offset = p.in_offset, n = p.n;
+      const cl_uint karg = k;
+      const std::size_t global = static_cast<std::size_t>(p.groups) * p.local, local_size = p.local;
+      std::lock_guard lock(p.kernel->mutex);
+      cl_kernel kern = p.kernel->kernel;
+      check(clSetKernelArg(kern, 0, sizeof in, &in), "clSetKernelArg", "in");
+      check(clSetKernelArg(kern, 1, sizeof offset, &offset), "clSetKernelArg", "offset");
+      check(clSetKernelArg(kern, 2, sizeof n, &n), "clSetKernelArg", "n");
+      check(clSetKernelArg(kern, 3, sizeof out, &out), "clSetKernelArg", "out");
+      check(clSetKernelArg(kern, 4, p.local * acc_bytes, nullptr), "clSetKernelArg", "local scratch");
+      check(clSetKernelArg(kern, 5, sizeof karg, &karg), "clSetKernelArg", "k");
+      cl_event e = nullptr;
+      const cl_event* w = wait(nw);
+      check(clEnqueueNDRangeKernel(rq.queue, kern, 1, nullptr, &global, &local_size, nw, w, &e),
+            "clEnqueueNDRangeKernel",
+            std::to_string(p.groups) + " work-groups of " + std::to_string(p.local));
+      ev.events.push_back(e);
+    }
+    const std::size_t launched = ev.events.size();
+    if (!profiling) check(clFinish(rq.queue), "clFinish");
+    const auto t1 = clock::now();
+    {
+      cl_event e = nullptr;
+      const cl_event* w = wait(nw);
+      check(clEnqueueReadBuffer(rq.queue, final_mem, CL_TRUE, 0, acc_bytes, host, nw, w, &e), "clEnqueueReadBuffer",
+            "result");
+      ev.events.push_back(e);
+    }
+    const auto t2 = clock::now();
+    if (it < opt.warmup) continue;
+    if (profiling) {
+      double sum = 0;
+      for (std::size_t i = 0; i < launched; ++i) sum += event_ms(ev.events[i]);
+      kernel_ms.push_back(sum);
+      read_ms.push_back(event_ms(ev.events.back()));
+    } else {
+      kernel_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      read_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+    }
+  }
+
+  res.value = visit_dtype(acc, [&](auto t) {
+    decltype(t) v;
+    std::memcpy(&v, host, sizeof v);
+    return Scalar::of(v);
+  });
+  res.launches = static_cast<int>(passes.size());
+  res.finish = finish != Finish::Partials ? finish_name(finish)
+               : passes.size() > 1        ? "second pass"
+                                          : "one work-group";
+  res.kernel_ms = median(kernel_ms);
+  res.transfer_ms = median(read_ms);
+  res.bytes_per_s = res.kernel_ms > 0 ? static_cast<double>(rq.n * elem) / (res.kernel_ms * 1e-3) : 0.0;
+  res.rounding_depth = depth;
+  return res;
+}
+
+}  // namespace xr::ocl::detail

@@ -1,0 +1,211 @@
+// xreduce: one reduction kernel for every OpenCL rung, specialised by -D options.
+//
+//   XR_IN      input element type code   0 int, 1 long, 2 float, 3 double
+//   XR_ACC     accumulator type code     (same codes; i32 sums may accumulate in long)
+//   XR_OP      0 sum, 1 prod, 2 min, 3 max
+//   XR_K       elements each work-item reduces per tile before the tree; 0: kernel argument k
+//   XR_CONTIG  1: work-item lid reads elements lid*K .. lid*K+K-1 of a tile (CPUs); 0: lid, lid+L, ...
+//   XR_TREE    0 interleaved addressing (lid % (2s)), 1 sequential addressing
+//   XR_FINISH  0 store one partial per work-group, 1 atom_add, 2 atom_min, 3 atom_max
+//
+// The input is cut into tiles of K * local_size elements. Work-group g reduces tiles g,
+// g + num_groups, ... : with one tile per group this is the classic one-pass kernel, with a
+// fixed grid it is a grid-stride (cascade) kernel. Inside a tile work-item lid reads elements
+// lid, lid + L, lid + 2L, ...: neighbouring work-items read neighbouring elements (coalesced);
+// with XR_CONTIG, elements lid*K ... lid*K + K-1 instead (one SIMD load on a CPU). Then the work-group reduces its L private values in local memory, barrier after barrier,
+// for any L (not only powers of two), and work-item 0 finishes.
+
+#ifndef XR_CONTIG
+#define XR_CONTIG 0
+#endif
+
+#define XR_T_INT 0
+#define XR_T_LONG 1
+#define XR_T_FLOAT 2
+#define XR_T_DOUBLE 3
+
+#if XR_IN == XR_T_DOUBLE || XR_ACC == XR_T_DOUBLE
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#if XR_FINISH == 1 && XR_ACC == XR_T_INT
+#pragma OPENCL EXTENSION cl_khr_global_int32_base_atomics : enable
+#elif XR_FINISH >= 2 && XR_ACC == XR_T_INT
+#pragma OPENCL EXTENSION cl_khr_global_int32_extended_atomics : enable
+#elif XR_FINISH == 1 && XR_ACC == XR_T_LONG
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#elif XR_FINISH >= 2 && XR_ACC == XR_T_LONG
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+#endif
+
+#if XR_IN == XR_T_INT
+typedef int in_t;
+#elif XR_IN == XR_T_LONG
+typedef long in_t;
+#elif XR_IN == XR_T_FLOAT
+typedef float in_t;
+#else
+typedef double in_t;
+#endif
+
+// acc_t: the accumulator; uacc_t: its unsigned twin, where integer sums and products wrap
+// without signed overflow; XR_AS_ACC reinterprets the wrapped bits as acc_t.
+#if XR_ACC == XR_T_INT
+typedef int acc_t;
+typedef uint uacc_t;
+#define XR_AS_ACC as_int
+#define XR_MAXV INT_MAX
+#define XR_MINV INT_MIN
+#define XR_INTEGER 1
+#elif XR_ACC == XR_T_LONG
+typedef long acc_t;
+typedef ulong uacc_t;
+#define XR_AS_ACC as_long
+#define XR_MAXV LONG_MAX
+#define XR_MINV LONG_MIN
+#define XR_INTEGER 1
+#elif XR_ACC == XR_T_FLOAT
+typedef float acc_t;
+#define XR_INTEGER 0
+#else
+typedef double acc_t;
+#define XR_INTEGER 0
+#endif
+
+// The identity of the operation. Float sums start from -0.0, not +0.0: -0 + x == x for
+// every x (a sum of only -0 stays -0, as the exact reference says).
+#if XR_OP == 0
+#define XR_IDENTITY (XR_INTEGER ? (acc_t)0 : (acc_t)-0.0f)
+#elif XR_OP == 1
+#define XR_IDENTITY ((acc_t)1)
+#elif XR_OP == 2
+#if XR_INTEGER
+#define XR_IDENTITY ((acc_t)XR_MAXV)
+#else
+#define XR_IDENTITY ((acc_t)INFINITY)
+#endif
+#else
+#if XR_INTEGER
+#define XR_IDENTITY ((acc_t)XR_MINV)
+#else
+#define XR_IDENTITY ((acc_t)-INFINITY)
+#endif
+#endif
+
+// One step of the reduction, exactly as core's semantics.hpp: integer sums and products
+// wrap (two's complement), min and max return NaN when either side is NaN.
+inline acc_t xr_op(acc_t a, acc_t b) {
+#if XR_OP == 0
+#if XR_INTEGER
+  return XR_AS_ACC((uacc_t)a + (uacc_t)b);
+#else
+  return a + b;
+#endif
+#elif XR_OP == 1
+#if XR_INTEGER
+  return XR_AS_ACC((uacc_t)a * (uacc_t)b);
+#else
+  return a * b;
+#endif
+#else
+#if !XR_INTEGER
+  if (isnan(a)) return a;
+  if (isnan(b)) return b;
+#endif
+#if XR_OP == 2
+  return b < a ? b : a;
+#else
+  return a < b ? b : a;
+#endif
+#endif
+}
+
+__kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global acc_t* out,
+                        __local acc_t* scratch, uint k_arg) {
+  const uint L = (uint)get_local_size(0);
+  const uint lid = (uint)get_local_id(0);
+#if XR_K > 0
+  const uint K = XR_K;  // a compile-time constant: the loops below unroll
+#else
+  const uint K = k_arg;
+#endif
+  const ulong tile = (ulong)L * K;
+  const ulong ntiles = (n + tile - 1) / tile;
+  in += offset;
+
+#if XR_K > 0
+  // K independent accumulators: the loads of a tile and their operations do not wait on one
+  // another (more loads in flight on a GPU, SIMD lanes on a CPU).
+  acc_t acc_j[XR_K];
+#pragma unroll
+  for (uint j = 0; j < XR_K; ++j) acc_j[j] = XR_IDENTITY;
+#if XR_CONTIG
+  // Work-item lid reads K neighbouring elements (CPU devices: one vector load per tile).
+#define XR_INDEX(t, j) ((t) * tile + (ulong)lid * XR_K + (j))
+#else
+  // Neighbouring work-items read neighbouring elements (coalesced on a GPU).
+#define XR_INDEX(t, j) ((t) * tile + lid + (ulong)(j) * L)
+#endif
+  for (ulong t = get_group_id(0); t < ntiles; t += get_num_groups(0)) {
+    if ((t + 1) * tile <= n) {
+#pragma unroll
+      for (uint j = 0; j < XR_K; ++j) acc_j[j] = xr_op(acc_j[j], (acc_t)in[XR_INDEX(t, j)]);
+    } else {
+#pragma unroll
+      for (uint j = 0; j < XR_K; ++j) {
+        const ulong i = XR_INDEX(t, j);
+        if (i < n) acc_j[j] = xr_op(acc_j[j], (acc_t)in[i]);
+      }
+    }
+  }
+  acc_t acc = acc_j[0];
+#pragma unroll
+  for (uint j = 1; j < XR_K; ++j) acc = xr_op(acc, acc_j[j]);
+#else
+  // A run-time K: one accumulator, a loop that is not unrolled.
+  acc_t acc = XR_IDENTITY;
+  for (ulong t = get_group_id(0); t < ntiles; t += get_num_groups(0)) {
+    const ulong base = t * tile + lid;
+    if ((t + 1) * tile <= n) {
+      for (uint j = 0; j < K; ++j) acc = xr_op(acc, (acc_t)in[base + (ulong)j * L]);
+    } else {
+      for (uint j = 0; j < K; ++j) {
+        const ulong i = base + (ulong)j * L;
+        if (i < n) acc = xr_op(acc, (acc_t)in[i]);
+      }
+    }
+  }
+#endif
+  scratch[lid] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+#if XR_TREE == 0
+  // Interleaved addressing: at step s, work-items whose id is a multiple of 2s add the
+  // value s places to their right. Neighbouring work-items diverge, and % is slow.
+  for (uint s = 1; s < L; s *= 2) {
+    if (lid % (2 * s) == 0 && lid + s < L) scratch[lid] = xr_op(scratch[lid], scratch[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#else
+  // Sequential addressing: the first s work-items add the value s places away; the active
+  // work-items stay contiguous. Starting from the power of two >= L handles any L.
+  uint p = 1;
+  while (p < L) p *= 2;
+  for (uint s = p / 2; s > 0; s /= 2) {
+    if (lid < s && lid + s < L) scratch[lid] = xr_op(scratch[lid], scratch[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+#endif
+
+  if (lid == 0) {
+#if XR_FINISH == 0
+    out[get_group_id(0)] = scratch[0];
+#elif XR_FINISH == 1
+    atom_add(out, scratch[0]);
+#elif XR_FINISH == 2
+    atom_min(out, scratch[0]);
+#else
+    atom_max(out, scratch[0]);
+#endif
+  }
+}

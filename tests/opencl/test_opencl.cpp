@@ -1,0 +1,477 @@
+// OpenCL backend: programs, the cl_mem API, finishes, work-group shapes, device choice,
+// errors. Every test runs on each platform's default device (NVIDIA and PoCL on a GPU machine).
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "embedded_sources.hpp"
+#include "ocl_internal.hpp"
+#include "xreduce/opencl.hpp"
+#include "xreduce/xreduce.hpp"
+
+using namespace xr;
+namespace od = xr::ocl::detail;
+
+namespace {
+
+// One default device per platform that has one.
+struct Target {
+  int platform = 0;
+  od::DeviceCaps caps;
+  std::unique_ptr<Reducer> reducer;
+  cl_context context = nullptr;
+  cl_command_queue queue = nullptr;          // profiling
+  cl_command_queue plain_queue = nullptr;    // no profiling
+  std::string label() const { return "platform " + std::to_string(platform) + " (" + caps.platform_name + " / " + caps.name + ")"; }
+};
+
+std::vector<Target>& targets() {
+  static std::vector<Target> list;
+  return list;
+}
+
+void open_targets() {
+  std::set<int> platforms;
+  for (const auto& d : od::list_devices()) platforms.insert(d.platform_index);
+  for (int p : platforms) {
+    BackendOptions o;
+    o.platform = p;
+    Target t;
+    t.platform = p;
+    try {
+      t.caps = od::select_device(o).caps;
+      t.reducer = make_reducer("opencl", o);
+    } catch (const BackendUnavailable& e) {
+      std::printf("note: platform %d skipped: %s\n", p, e.what());
+      continue;
+    }
+    cl_int rc = CL_SUCCESS;
+    t.context = clCreateContext(nullptr, 1, &t.caps.device, nullptr, nullptr, &rc);
+    od::check(rc, "clCreateContext");
+    t.queue = clCreateCommandQueue(t.context, t.caps.device, CL_QUEUE_PROFILING_ENABLE, &rc);
+    od::check(rc, "clCreateCommandQueue");
+    t.plain_queue = clCreateCommandQueue(t.context, t.caps.device, 0, &rc);
+    od::check(rc, "clCreateCommandQueue");
+    targets().push_back(std::move(t));
+  }
+}
+
+// A device buffer holding `data`, released at scope exit.
+struct DeviceBuffer {
+  cl_mem mem = nullptr;
+  template <class T> DeviceBuffer(const Target& t, const std::vector<T>& data) {
+    cl_int rc = CL_SUCCESS;
+    mem = clCreateBuffer(t.context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, std::max<std::size_t>(1, data.size()) * sizeof(T),
+                         const_cast<T*>(data.data()), &rc);
+    od::check(rc, "clCreateBuffer");
+  }
+  ~DeviceBuffer() { clReleaseMemObject(mem); }
+};
+
+template <class T> std::vector<T> iota_values(std::size_t n, T start = T(0)) {
+  std::vector<T> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(start + static_cast<T>(i % 1000));
+  return v;
+}
+
+void expect_agrees(const Result& r, HostArray in, Op op, Accumulator acc, const std::string& what) {
+  const Agreement a = check_result(r, reference_reduce(in, op, acc));
+  CHECK_MESSAGE(a.ok, what, ": ", a.detail);
+}
+
+}  // namespace
+
+TEST_CASE("every embedded program builds (each rung x op x type x finish the device supports)") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    const cl_context ctx = od::shared_context(t.caps);
+    const auto options = od::all_program_options(t.caps);
+    CHECK(options.size() >= 6 * 3 * 4);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const auto& o : options) {
+      CAPTURE(o);
+      od::CachedKernel* k = nullptr;
+      REQUIRE_NOTHROW(k = &od::cached_kernel(ctx, t.caps.device, od::kSource, o, od::kKernel));
+      CHECK(k->work_group_max >= 1);
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%s: %zu programs built in %.1f s\n", t.label().c_str(), options.size(), s);
+    // Built once: asking again hits the cache.
+    const std::size_t cached = ocl::program_cache_size();
+    for (const auto& o : options) od::cached_kernel(ctx, t.caps.device, od::kSource, o, od::kKernel);
+    CHECK(ocl::program_cache_size() == cached);
+  }
+}
+
+TEST_CASE("the embedded source is the real kernels_cl file") {
+  const auto sources = od::embedded_sources();
+  REQUIRE(sources.size() >= 1);
+  const std::string_view text = od::embedded_source("reduce.cl");
+  CHECK(text.find("__kernel void xr_reduce") != std::string_view::npos);
+  CHECK(text.find("cl_khr_global_int32_base_atomics") != std::string_view::npos);
+  CHECK_THROWS_AS(od::embedded_source("missing.cl"), Error);
+}
+
+TEST_CASE("a build failure throws KernelBuildError carrying the build log") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    const char* broken = "__kernel void broken(__global int* p) { p[0] = undeclared_name + ; }";
+    try {
+      cl_program p = od::build_program(t.context, t.caps.device, "broken.cl", broken, "-cl-std=CL1.2");
+      clReleaseProgram(p);
+      FAIL("the broken source built");
+    } catch (const KernelBuildError& e) {
+      CHECK(e.code() == CL_BUILD_PROGRAM_FAILURE);
+      CHECK(e.code_name() == "CL_BUILD_PROGRAM_FAILURE");
+      CHECK(!e.log().empty());
+      CHECK(std::string(e.what()).find("clBuildProgram") != std::string::npos);
+      CHECK(e.log().find("undeclared_name") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("error names and the checked-call message") {
+  CHECK(std::string(ocl::error_name(CL_SUCCESS)) == "CL_SUCCESS");
+  CHECK(std::string(ocl::error_name(CL_OUT_OF_RESOURCES)) == "CL_OUT_OF_RESOURCES");
+  CHECK(std::string(ocl::error_name(CL_MEM_OBJECT_ALLOCATION_FAILURE)) == "CL_MEM_OBJECT_ALLOCATION_FAILURE");
+  CHECK(std::string(ocl::error_name(CL_INVALID_WORK_GROUP_SIZE)) == "CL_INVALID_WORK_GROUP_SIZE");
+  CHECK(std::string(ocl::error_name(-1001)) == "CL_PLATFORM_NOT_FOUND_KHR");
+  CHECK(std::string(ocl::error_name(-72)) == "CL_MAX_SIZE_RESTRICTION_EXCEEDED");
+  CHECK(std::string(ocl::error_name(-12345)) == "CL_ERROR_-12345");
+  // Every code from 0 to -72 that OpenCL defines has a name.
+  for (int c : {0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15, -16, -17, -18, -19})
+    CHECK(std::string(ocl::error_name(c)).rfind("CL_ERROR_", 0) != 0);
+  for (int c = -30; c >= -72; --c) CHECK(std::string(ocl::error_name(c)).rfind("CL_ERROR_", 0) != 0);
+  CHECK_NOTHROW(od::check(CL_SUCCESS, "clFinish"));
+  try {
+    od::check(CL_MEM_OBJECT_ALLOCATION_FAILURE, "clCreateBuffer", od::format_bytes(1ull << 30));
+    FAIL("no throw");
+  } catch (const DeviceError& e) {
+    CHECK(std::string(e.what()) == "opencl: clCreateBuffer (1.0 GiB) failed: CL_MEM_OBJECT_ALLOCATION_FAILURE");
+    CHECK(e.code() == CL_MEM_OBJECT_ALLOCATION_FAILURE);
+    CHECK(e.code_name() == "CL_MEM_OBJECT_ALLOCATION_FAILURE");
+  }
+}
+
+TEST_CASE("cl_mem API: offset, range checks, queues with and without profiling") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    const std::vector<std::int32_t> xi = iota_values<std::int32_t>(5000, -400);
+    const std::vector<float> xf = [] {
+      std::vector<float> v(5000);
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.25f * static_cast<float>(static_cast<int>(i % 17) - 8);
+      return v;
+    }();
+    DeviceBuffer bi(t, xi), bf(t, xf);
+    const std::uint64_t off = 37, n = 4321;
+    for (cl_command_queue q : {t.queue, t.plain_queue}) {
+      for (const char* rung : {"naive", "coarse4", "auto"}) {
+        CAPTURE(rung);
+        RunOptions o;
+        o.kernel = rung;
+        o.repeat = 2;
+        const HostArray hi{xi.data() + off, n, DType::I32}, hf{xf.data() + off, n, DType::F32};
+        for (Op op : all_ops) {
+          const Result ri = ocl::reduce<std::int32_t>(q, bi.mem, off, n, op, o);
+          expect_agrees(ri, hi, op, Accumulator::Wide, std::string("i32 ") + std::string(to_string(op)));
+          CHECK(ri.n == n);
+          CHECK(ri.backend == "opencl");
+          CHECK(ri.kernel_ms > 0);
+          const Result rf = ocl::reduce(q, bf.mem, off, n, DType::F32, op, o);
+          expect_agrees(rf, hf, op, Accumulator::Wide, std::string("f32 ") + std::string(to_string(op)));
+        }
+      }
+    }
+    // The whole buffer, and an empty range at its end.
+    CHECK(ocl::reduce<std::int32_t>(t.queue, bi.mem, 0, xi.size(), Op::Sum).value.i ==
+          std::accumulate(xi.begin(), xi.end(), std::int64_t{0}));
+    CHECK(ocl::reduce<std::int32_t>(t.queue, bi.mem, xi.size(), 0, Op::Sum).value.i == 0);
+    CHECK_THROWS_AS(ocl::reduce<std::int32_t>(t.queue, bi.mem, xi.size(), 0, Op::Min), EmptyInput);
+    // Beyond the buffer, wrong element size, unknown rung.
+    CHECK_THROWS_AS(ocl::reduce<std::int32_t>(t.queue, bi.mem, 1, xi.size(), Op::Sum), InvalidArgument);
+    CHECK_THROWS_AS(ocl::reduce<std::int64_t>(t.queue, bi.mem, 0, xi.size(), Op::Sum), InvalidArgument);
+    RunOptions bad;
+    bad.kernel = "no_such_rung";
+    CHECK_THROWS_AS(ocl::reduce<std::int32_t>(t.queue, bi.mem, 0, 10, Op::Sum, bad), InvalidArgument);
+    // A buffer from another context.
+    cl_int rc = CL_SUCCESS;
+    cl_context other = clCreateContext(nullptr, 1, &t.caps.device, nullptr, nullptr, &rc);
+    od::check(rc, "clCreateContext");
+    cl_mem foreign = clCreateBuffer(other, CL_MEM_READ_WRITE, 64, nullptr, &rc);
+    od::check(rc, "clCreateBuffer");
+    CHECK_THROWS_AS(ocl::reduce<std::int32_t>(t.queue, foreign, 0, 4, Op::Sum), InvalidArgument);
+    clReleaseMemObject(foreign);
+    clReleaseContext(other);
+  }
+}
+
+TEST_CASE("finishes: atomics where the device has them, a second pass otherwise, same values") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    auto& r = *t.reducer;
+    const HostBuffer i32 = generate(DType::I32, 100003, Dist::Uniform, 3);
+    const HostBuffer i64 = generate(DType::I64, 100003, Dist::Uniform, 4);
+    const HostBuffer f32 = generate(DType::F32, 100003, Dist::Uniform, 5);
+    RunOptions native;
+    native.accumulator = Accumulator::Native;
+    native.kernel = "divergence_free";
+    const Result s32 = r.reduce(i32.view(), Op::Sum, native);
+    CHECK(s32.finish == (t.caps.int32_base ? "atom_add" : "second pass"));
+    CHECK(s32.launches == (t.caps.int32_base ? 1 : 2));
+    expect_agrees(s32, i32.view(), Op::Sum, Accumulator::Native, "i32 native sum");
+    CHECK(r.reduce(i32.view(), Op::Sum).finish == (t.caps.int64_base ? "atom_add" : "second pass"));
+    CHECK(r.reduce(i64.view(), Op::Sum).finish == (t.caps.int64_base ? "atom_add" : "second pass"));
+    CHECK(r.reduce(i32.view(), Op::Min).finish == (t.caps.int32_extended ? "atom_min" : "second pass"));
+    CHECK(r.reduce(i64.view(), Op::Max).finish == (t.caps.int64_extended ? "atom_max" : "second pass"));
+    CHECK(r.reduce(i32.view(), Op::Prod).finish == "second pass");
+    CHECK(r.reduce(f32.view(), Op::Sum).finish == "second pass");
+    RunOptions one;
+    one.kernel = "naive";
+    CHECK(r.reduce(f32.view(), Op::Sum, one).launches == 3);  // 100003 -> 391 -> 2 -> 1
+    const HostBuffer small = generate(DType::F32, 200, Dist::Uniform, 6);
+    CHECK(r.reduce(small.view(), Op::Sum, one).finish == "one work-group");
+
+    // Forcing the second pass (as on a device without the extensions) gives the same integers.
+    for (DType type : {DType::I32, DType::I64}) {
+      const HostBuffer& x = type == DType::I32 ? i32 : i64;
+      cl_int rc = CL_SUCCESS;
+      cl_mem buf = clCreateBuffer(t.context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, x.bytes(), const_cast<void*>(x.data()), &rc);
+      od::check(rc, "clCreateBuffer");
+      for (Op op : all_ops)
+        for (const char* rung : {"naive", "coarse8", "auto"}) {
+          od::Request rq;
+          rq.queue = t.queue;
+          rq.buffer = buf;
+          rq.n = x.size();
+          rq.type = type;
+          rq.op = op;
+          rq.options.kernel = rung;
+          const Result a = od::reduce_on_queue(rq);
+          rq.finish = od::FinishPolicy::SecondPass;
+          const Result b = od::reduce_on_queue(rq);
+          CAPTURE(rung);
+          CAPTURE(to_string(op));
+          CHECK(b.finish == "second pass");
+          CHECK(a.value.same_bits(b.value));
+          expect_agrees(b, x.view(), op, Accumulator::Wide, "forced second pass");
+        }
+      clReleaseMemObject(buf);
+    }
+  }
+}
+
+TEST_CASE("any work-group size the kernel allows, powers of two or not; grid and coarsening options") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    auto& r = *t.reducer;
+    const HostBuffer f = generate(DType::F32, 3001, Dist::Uniform, 7);
+    const HostBuffer i = generate(DType::I64, 3001, Dist::Uniform, 8);
+    for (const auto& k : r.kernels()) {
+      for (unsigned block : {1u, 3u, 100u, 257u}) {
+        RunOptions o;
+        o.kernel = k.name;
+        o.block_size = block;
+        CAPTURE(k.name);
+        CAPTURE(block);
+        expect_agrees(r.reduce(f.view(), Op::Sum, o), f.view(), Op::Sum, Accumulator::Wide, "f32 sum");
+        expect_agrees(r.reduce(i.view(), Op::Max, o), i.view(), Op::Max, Accumulator::Wide, "i64 max");
+      }
+    }
+    RunOptions too_big;
+    too_big.block_size = static_cast<unsigned>(t.caps.max_work_group * 2);
+    CHECK_THROWS_AS(r.reduce(f.view(), Op::Sum, too_big), InvalidArgument);
+
+    for (unsigned c : {1u, 3u, 33u}) {
+      RunOptions o;
+      o.kernel = "coarse";
+      o.coarsening = c;
+      expect_agrees(r.reduce(f.view(), Op::Sum, o), f.view(), Op::Sum, Accumulator::Wide, "coarse");
+    }
+    for (std::uint64_t g : {1ull, 2ull, 7ull, 1000000ull}) {
+      RunOptions o;
+      o.kernel = "coarse2";
+      o.grid_size = g;
+      CAPTURE(g);
+      const Result res = r.reduce(f.view(), Op::Sum, o);
+      expect_agrees(res, f.view(), Op::Sum, Accumulator::Wide, "grid");
+      if (g == 1) CHECK(res.launches == 1);
+      expect_agrees(r.reduce(i.view(), Op::Sum, o), i.view(), Op::Sum, Accumulator::Wide, "grid i64");
+    }
+  }
+}
+
+TEST_CASE("results carry timing, launches and an honest rounding depth") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    auto& r = *t.reducer;
+    const HostBuffer f = generate(DType::F32, (1u << 20) + 7, Dist::Uniform, 9);
+    RunOptions o;
+    o.warmup = 1;
+    o.repeat = 3;
+    const Result res = r.reduce(f.view(), Op::Sum, o);
+    CHECK(res.kernel == "auto:cascade");
+    CHECK(res.repeats == 3);
+    CHECK(res.kernel_ms > 0);
+    CHECK(res.transfer_ms > 0);
+    CHECK(res.bytes_per_s > 0);
+    CHECK(res.launches == 2);
+    CHECK(res.rounding_depth > 8);
+    CHECK(res.rounding_depth < f.size() / 16);
+    CHECK(res.device == t.caps.name);
+  }
+}
+
+TEST_CASE("inputs larger than one allocation go through in chunks") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    od::set_chunk_limit_for_testing(1000);
+    const HostBuffer f = generate(DType::F64, 10007, Dist::Uniform, 10);
+    const HostBuffer i = generate(DType::I32, 10007, Dist::Uniform, 11);
+    for (Op op : all_ops) {
+      if (t.caps.fp64) {
+        const Result rf = t.reducer->reduce(f.view(), op);
+        CHECK(rf.finish.find("11 chunks") != std::string::npos);
+        expect_agrees(rf, f.view(), op, Accumulator::Wide, "chunked f64");
+      }
+      expect_agrees(t.reducer->reduce(i.view(), op), i.view(), op, Accumulator::Wide, "chunked i32");
+    }
+    od::set_chunk_limit_for_testing(0);
+  }
+}
+
+TEST_CASE("f64 needs cl_khr_fp64: declared per device, rejected with a clear error") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    od::DeviceCaps no64 = t.caps;
+    no64.fp64 = false;
+    for (const auto& rung : od::rung_table(no64)) {
+      CHECK(!rung.info.supports(Op::Sum, DType::F64));
+      CHECK(rung.info.note.find("cl_khr_fp64") != std::string::npos);
+    }
+    for (const auto& o : od::all_program_options(no64)) CHECK((o.find("XR_IN=3") == std::string::npos && o.find("XR_ACC=3") == std::string::npos));
+    const auto kernels = t.reducer->kernels();
+    for (const auto& k : kernels) CHECK(k.supports(Op::Sum, DType::F64) == t.caps.fp64);
+    if (!t.caps.fp64) {
+      const HostBuffer d = generate(DType::F64, 100, Dist::Uniform, 1);
+      CHECK_THROWS_AS(t.reducer->reduce(d.view(), Op::Sum), InvalidArgument);
+    }
+  }
+}
+
+TEST_CASE("device selection: index, name substring, bad index, no match; status lists devices") {
+  const BackendStatus s = backend_status("opencl");
+  REQUIRE(s.usable);
+  REQUIRE(!s.devices.empty());
+  for (const auto& d : s.devices) {
+    CHECK(d.name.find(" / ") != std::string::npos);
+    CHECK(d.detail.find("fp64") != std::string::npos);
+    CHECK(d.detail.find("int32 atomics") != std::string::npos);
+    CHECK(d.detail.find("int64 atomics") != std::string::npos);
+  }
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    BackendOptions by_name;
+    by_name.platform = t.platform;
+    std::string upper = t.caps.name.substr(0, std::min<std::size_t>(t.caps.name.size(), 6));
+    for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    by_name.device = upper;
+    CHECK(make_reducer("opencl", by_name)->device() == t.caps.name);
+    BackendOptions by_index;
+    by_index.platform = t.platform;
+    by_index.device = "0";
+    CHECK_NOTHROW(make_reducer("opencl", by_index));
+    BackendOptions bad = by_index;
+    bad.device = "999";
+    CHECK_THROWS_AS(make_reducer("opencl", bad), InvalidArgument);
+  }
+  BackendOptions bad_platform;
+  bad_platform.platform = 999;
+  CHECK_THROWS_AS(make_reducer("opencl", bad_platform), InvalidArgument);
+  BackendOptions no_match;
+  no_match.device = "no-such-device-xyzzy";
+  CHECK_THROWS_AS(make_reducer("opencl", no_match), BackendUnavailable);
+  BackendOptions global_index;
+  global_index.device = std::to_string(s.devices.size() - 1);
+  CHECK_NOTHROW(make_reducer("opencl", global_index));
+}
+
+TEST_CASE("integer wrap and NaN semantics on the device match core") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    auto& r = *t.reducer;
+    std::vector<std::int32_t> big(70000, 2147483647);
+    std::vector<std::int64_t> bigl(70000, 9223372036854775807ll);
+    for (const auto& k : r.kernels()) {
+      RunOptions o;
+      o.kernel = k.name;
+      CAPTURE(k.name);
+      o.accumulator = Accumulator::Native;
+      expect_agrees(r.reduce(big, Op::Sum, o), HostArray::of(std::span<const std::int32_t>(big)), Op::Sum,
+                    Accumulator::Native, "i32 native wrap");
+      o.accumulator = Accumulator::Wide;
+      expect_agrees(r.reduce(bigl, Op::Sum, o), HostArray::of(std::span<const std::int64_t>(bigl)), Op::Sum,
+                    Accumulator::Wide, "i64 wrap");
+      expect_agrees(r.reduce(bigl, Op::Prod, o), HostArray::of(std::span<const std::int64_t>(bigl)), Op::Prod,
+                    Accumulator::Wide, "i64 prod wrap");
+    }
+    // A sum of only -0.0 is -0.0.
+    std::vector<float> negzero(3000, -0.0f);
+    const Result z = r.reduce(negzero, Op::Sum);
+    CHECK(std::signbit(z.value.f));
+  }
+}
+
+TEST_CASE("the program cache is reused across reductions and reducers, and can be cleared") {
+  REQUIRE(!targets().empty());
+  auto& t = targets().front();
+  const HostBuffer f = generate(DType::F32, 5000, Dist::Uniform, 12);
+  t.reducer->reduce(f.view(), Op::Sum);
+  const std::size_t before = ocl::program_cache_size();
+  t.reducer->reduce(f.view(), Op::Sum);
+  BackendOptions o;
+  o.platform = t.platform;
+  make_reducer("opencl", o)->reduce(f.view(), Op::Sum);
+  CHECK(ocl::program_cache_size() == before);
+  ocl::clear_program_cache();
+  CHECK(ocl::program_cache_size() == 0);
+  expect_agrees(t.reducer->reduce(f.view(), Op::Sum), f.view(), Op::Sum, Accumulator::Wide, "after clear");
+  CHECK(ocl::program_cache_size() >= 1);
+}
+
+int main(int argc, char** argv) {
+  const BackendStatus s = backend_status("opencl");
+  if (!s.usable) {
+    std::printf("SKIP opencl: %s\n", s.reason.c_str());
+    return 77;
+  }
+  try {
+    open_targets();
+  } catch (const std::exception& e) {
+    std::printf("SKIP opencl: %s\n", e.what());
+    return 77;
+  }
+  if (targets().empty()) {
+    std::printf("SKIP opencl: no platform with a usable device\n");
+    return 77;
+  }
+  for (const auto& t : targets()) std::printf("opencl tests on %s\n", t.label().c_str());
+  doctest::Context ctx;
+  ctx.applyCommandLine(argc, argv);
+  const int rc = ctx.run();
+  for (auto& t : targets()) {
+    t.reducer.reset();
+    clReleaseCommandQueue(t.queue);
+    clReleaseCommandQueue(t.plain_queue);
+    clReleaseContext(t.context);
+  }
+  return rc;
+}
