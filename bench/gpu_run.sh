@@ -32,6 +32,11 @@ if has test; then
   say "ctest exit $?: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
   grep -E "Failed|\*\*\*|SKIP" "$OUT/ctest.log" | head -20 | tee -a "$summary"
   grep -B2 -A12 "ERROR:" "$OUT/ctest.log" | head -80
+  # ctest's OpenCL suite runs on the default device (the GPU); cover every platform here.
+  for p in 0 1; do
+    "$B/tests/xr_test_backends" --xr-backend=opencl --xr-platform=$p >"$OUT/opencl_platform_$p.log" 2>&1
+    say "cross-backend suite, OpenCL platform $p: exit $? $(head -1 "$OUT/opencl_platform_$p.log") $(grep -E 'test cases' "$OUT/opencl_platform_$p.log")"
+  done
 fi
 
 if has ladder; then

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -19,11 +20,12 @@ using namespace xr;
 namespace {
 
 std::string g_backend = "omp";
+BackendOptions g_options;  // --xr-platform=N, --xr-device=INDEX|NAME
 
 const std::vector<std::uint64_t> kSizes = {0,    1,    2,    3,    31,   32,         33,
                                            1000, 1023, 1024, 1025, (1u << 20) + 7, (1u << 24) + 3};
 
-std::unique_ptr<Reducer> reducer() { return make_reducer(g_backend); }
+std::unique_ptr<Reducer> reducer() { return make_reducer(g_backend, g_options); }
 
 // Our rungs and the baseline; probes measure and do not reduce.
 std::vector<KernelInfo> reducing_kernels(const Reducer& r) {
@@ -172,6 +174,8 @@ int main(int argc, char** argv) {
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     if (std::strncmp(argv[i], "--xr-backend=", 13) == 0) g_backend = argv[i] + 13;
+    else if (std::strncmp(argv[i], "--xr-platform=", 14) == 0) g_options.platform = std::atoi(argv[i] + 14);
+    else if (std::strncmp(argv[i], "--xr-device=", 12) == 0) g_options.device = argv[i] + 12;
     else rest.push_back(argv[i]);
   }
   try {
@@ -180,7 +184,7 @@ int main(int argc, char** argv) {
       std::printf("SKIP %s: %s\n", g_backend.c_str(), s.reason.c_str());
       return 77;
     }
-    std::printf("backend %s on %s\n", g_backend.c_str(), make_reducer(g_backend)->device().c_str());
+    std::printf("backend %s on %s\n", g_backend.c_str(), make_reducer(g_backend, g_options)->device().c_str());
   } catch (const Error& e) {
     std::printf("SKIP %s: %s\n", g_backend.c_str(), e.what());
     return 77;

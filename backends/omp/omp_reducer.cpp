@@ -1,6 +1,7 @@
 // OpenMP backend: the host CPU as a device. Rungs: `clause` (the reduction clause),
 // `vector` (independent accumulator lanes that the compiler vectorises), `auto`, and the
 // `stream_read` probe that measures this machine's streaming-read rate in the same run.
+// `vector` and `auto` honour RunOptions::exact for f32/f64 sums (omp_exact.cpp).
 #include <omp.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "backend_entry.hpp"
+#include "omp_exact.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
 
@@ -156,16 +158,34 @@ struct Rung {
 
 std::vector<Op> every_op() { return {all_ops.begin(), all_ops.end()}; }
 std::vector<DType> every_type() { return {all_dtypes.begin(), all_dtypes.end()}; }
+KernelInfo exact_capable(KernelInfo k) {
+  k.exact = true;
+  return k;
+}
+
+// Exact mode (f32/f64 sums): per-thread exact window sums feeding ExactSum superaccumulators,
+// merged in thread order, rounded once (docs/exact.md).
+Outcome exact_sum(HostArray in, int threads) {
+  if (in.type == DType::F32) {
+    ExactSum acc;
+    acc.merge_raw(omp_exact::sum(static_cast<const float*>(in.data), in.n, threads));
+    return {Scalar::of<float>(acc.to_float()), 1};
+  }
+  ExactSum acc;
+  acc.merge_raw(omp_exact::sum(static_cast<const double*>(in.data), in.n, threads));
+  return {Scalar::of<double>(acc.to_double()), 1};
+}
 
 const std::vector<Rung>& rungs() {
   static const std::vector<Rung> table = {
       {{"clause", "#pragma omp parallel for reduction(op:acc): one dependent chain per thread, no SIMD",
         KernelKind::Rung, every_op(), every_type()},
        dispatch<Clause>, "reduction clause"},
-      {{"vector", "128 bytes of independent lanes per thread, vectorised: memory-bound, lane combine at the end",
-        KernelKind::Rung, every_op(), every_type()},
+      {exact_capable({"vector",
+                      "128 bytes of independent lanes per thread, vectorised: memory-bound, lane combine at the end",
+                      KernelKind::Rung, every_op(), every_type()}),
        dispatch<Vector>, "lanes, then threads in order"},
-      {{"auto", "the fastest rung: vector", KernelKind::Auto, every_op(), every_type()}, dispatch<Vector>,
+      {exact_capable({"auto", "the fastest rung: vector", KernelKind::Auto, every_op(), every_type()}), dispatch<Vector>,
        "lanes, then threads in order"},
       {{"stream_read", "baseline: XOR of every 8-byte word, the machine's streaming-read rate",
         KernelKind::Probe, every_op(), every_type()},
@@ -203,11 +223,12 @@ class OmpReducer final : public Reducer {
     for (const auto& r : rungs())
       if (r.info.name == kernel.name) rung = &r;
     const int threads = options.threads ? static_cast<int>(options.threads) : omp_get_max_threads();
+    const bool exact = options.exact && exact_applies(op, in.type) && kernel.exact;
     Outcome out{};
     std::vector<double> ms;
     for (int k = 0; k < options.warmup + options.repeat; ++k) {
       const auto t0 = std::chrono::steady_clock::now();
-      out = rung->fn(in, op, options.accumulator, threads);
+      out = exact ? exact_sum(in, threads) : rung->fn(in, op, options.accumulator, threads);
       const auto t1 = std::chrono::steady_clock::now();
       if (k >= options.warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
@@ -215,7 +236,9 @@ class OmpReducer final : public Reducer {
     r.value = out.value;
     r.device = device();
     r.kernel = kernel.kind == KernelKind::Auto ? "auto:vector" : kernel.name;
-    r.finish = rung->finish;
+    r.finish = exact ? std::string("exact: per-thread superaccumulators (") + omp_exact::front_end() +
+                           " front end), merged in thread order, rounded once"
+                     : rung->finish;
     r.launches = 1;
     r.repeats = options.repeat;
     r.kernel_ms = median(ms);
