@@ -12,6 +12,8 @@
 
 #include "backend_entry.hpp"
 #include "check.hpp"
+#include "exact_sum.hpp"
+#include "xreduce/exact.hpp"
 #include "ladder.hpp"
 #include "xreduce/cuda.hpp"
 #include "xreduce/error.hpp"
@@ -67,7 +69,10 @@ struct Prepared {
   const RungEntry* entry = nullptr;
   RunFn fn = nullptr;
   Launch launch;
+  Op op = Op::Sum;
+  DType type = DType::F32;
   DType result_type = DType::I64;
+  bool exact = false;  // an f32/f64 sum in exact mode: cu_exact instead of fn
 };
 
 Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType type, Op op,
@@ -83,6 +88,9 @@ Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType ty
   if (!p.fn)
     throw InvalidArgument("cuda: kernel " + p.entry->info.name + " does not support " + std::string(to_string(op)) +
                           " on " + std::string(to_string(type)));
+  p.op = op;
+  p.type = type;
+  p.exact = opt.exact && exact_applies(op, type);
   p.result_type = result_dtype(op, type, opt.accumulator);
   p.launch.in = in;
   p.launch.n = n;
@@ -102,10 +110,48 @@ float elapsed_ms(Workspace& ws) {
   return ms;
 }
 
+// Exact f32/f64 sums (docs/exact.md): one launch leaves the exact state in page-locked host
+// memory and the host rounds it once. The 552-byte state copy is inside the timed region.
+Result run_exact_timed(DeviceState& ds, Workspace& ws, const Prepared& p, const RunOptions& opt) {
+  cu_exact::Workspace& ews = ws.exact_workspace();
+  const unsigned block = opt.block_size ? opt.block_size : cu_exact::kDefaultBlock;
+  const auto launch = [&] {
+    return p.type == DType::F32
+               ? cu_exact::enqueue(static_cast<const float*>(p.launch.in), p.launch.n, ws.stream(), ews, block,
+                                   opt.grid_size)
+               : cu_exact::enqueue(static_cast<const double*>(p.launch.in), p.launch.n, ws.stream(), ews, block,
+                                   opt.grid_size);
+  };
+  cu_exact::ExactLaunch l;
+  for (int i = 0; i < opt.warmup; ++i) l = launch();
+  const int repeats = std::max(1, opt.repeat);
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    check(cudaEventRecord(ws.start_event(), ws.stream()), "cudaEventRecord");
+    l = launch();
+    check(cudaEventRecord(ws.stop_event(), ws.stream()), "cudaEventRecord");
+    times.push_back(elapsed_ms(ws));
+  }
+  check(cudaStreamSynchronize(ws.stream()), "cudaStreamSynchronize");
+  ExactSum acc;
+  acc.merge_raw(cu_exact::read(ews, p.launch.n));
+  Result r;
+  r.value = p.type == DType::F32 ? Scalar::of(acc.to_float()) : Scalar::of(acc.to_double());
+  r.device = ds.caps().name;
+  r.kernel = p.entry->info.name + ":exact";
+  r.finish = "exact: block superaccumulators, global atomics, rounded once on the host";
+  r.launches = l.launches;
+  r.repeats = repeats;
+  r.kernel_ms = median(times);
+  r.rounding_depth = 1;  // one rounding of the exact value
+  return r;
+}
+
 // Runs options.warmup untimed and options.repeat timed reductions (each between two events,
 // one at a time), then copies the value back (timed too). Fills every field but
 // backend/n/op/type.
 Result run_timed(DeviceState& ds, Workspace& ws, const Prepared& p, const RunOptions& opt) {
+  if (p.exact) return run_exact_timed(ds, ws, p, opt);
   Outcome o;
   for (int i = 0; i < opt.warmup; ++i) o = p.fn(p.launch);
   const int repeats = std::max(1, opt.repeat);
@@ -281,6 +327,8 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
   DeviceState& ds = device_state(out_device);
   Workspace& ws = ds.workspace(stream);
   const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, op, options, dev_result);
+  if (p.exact)
+    throw InvalidArgument("cuda: exact mode rounds the exact state on the host: use xr::cu::reduce, not reduce_async");
   p.fn(p.launch);
 }
 

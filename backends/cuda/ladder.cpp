@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "check.hpp"
+#include "exact_sum.hpp"
 #include "xreduce/error.hpp"
 
 namespace xr::cu::detail {
@@ -137,12 +138,21 @@ Workspace::Workspace(int device, cudaStream_t stream) : device_(device), stream_
   }
 }
 
+cu_exact::Workspace& Workspace::exact_workspace() {
+  if (!exact_) {
+    DeviceGuard guard(device_);
+    exact_ = std::make_unique<cu_exact::Workspace>(device_);
+  }
+  return *exact_;
+}
+
 Workspace::~Workspace() {
   // Errors are ignored: a destructor cannot report them, and at exit the runtime may be gone.
   int previous = 0;
   if (cudaGetDevice(&previous) != cudaSuccess) return;
   cudaSetDevice(device_);
   cudaStreamSynchronize(stream_);
+  exact_.reset();
   for (void* p : slot_)
     if (p) cudaFree(p);
   cudaFree(partials_);

@@ -15,6 +15,10 @@
 #include "xreduce/reducer.hpp"
 #include "xreduce/types.hpp"
 
+namespace xr::cu_exact {
+class Workspace;
+}
+
 namespace xr::cu::detail {
 
 using u64 = std::uint64_t;
@@ -50,6 +54,8 @@ class Workspace {
   cudaStream_t stream() const { return stream_; }
   cudaEvent_t start_event() const { return start_; }
   cudaEvent_t stop_event() const { return stop_; }
+  // The exact-sum accumulator of this stream, allocated on first use.
+  cu_exact::Workspace& exact_workspace();
 
  private:
   int device_;
@@ -58,6 +64,7 @@ class Workspace {
   unsigned* counter_ = nullptr;
   void* result_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  std::unique_ptr<cu_exact::Workspace> exact_;
   std::array<void*, 3> slot_{};
   std::array<std::size_t, 3> slot_bytes_{};
 };

@@ -1,0 +1,115 @@
+// Host launcher of the exact f32/f64 sum kernel (kernels_cu/exact.cuh).
+#include "exact_sum.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "../../kernels_cu/exact.cuh"
+#include "check.hpp"
+#include "xreduce/error.hpp"
+
+namespace xr::cu_exact {
+
+namespace ke = xr::kern::exact;
+using xr::cu::detail::check;
+using xr::cu::detail::check_launch;
+
+static_assert(ke::kLimbs == ExactSum::kLimbs, "device state layout follows ExactSum");
+static_assert(sizeof(ke::RawOut) == ExactSum::kLimbs * 8 + 8);
+static_assert(ke::kMaxBlock == kMaxBlock);
+
+Workspace::Workspace(int device) : device_(device) {
+  check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
+  try {
+    check(cudaMalloc(&global_, sizeof(ke::Global)), "cudaMalloc of the exact-sum state");
+    check(cudaMalloc(&dev_out_, sizeof(ke::RawOut)), "cudaMalloc of the exact-sum result");
+    check(cudaMallocHost(&host_out_, sizeof(ke::RawOut)), "cudaMallocHost of the exact-sum result");
+    check(cudaMemset(global_, 0, sizeof(ke::Global)), "cudaMemset of the exact-sum state");
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the exact-sum workspace setup");
+  } catch (...) {
+    cudaFree(global_);
+    cudaFree(dev_out_);
+    cudaFreeHost(host_out_);
+    throw;
+  }
+}
+
+Workspace::~Workspace() {
+  cudaFree(global_);
+  cudaFree(dev_out_);
+  cudaFreeHost(host_out_);
+}
+
+bool block_ok(unsigned block) { return block >= 32 && block <= kMaxBlock && block % 32 == 0; }
+
+namespace {
+
+template <class T> unsigned resolve_block(unsigned block) {
+  if (block == 0) return kDefaultBlock;
+  if (!block_ok(block))
+    throw InvalidArgument("cuda: exact sum: block size " + std::to_string(block) +
+                          " is not accepted (multiples of 32 from 32 to " + std::to_string(kMaxBlock) + ")");
+  return block;
+}
+
+template <class T> std::uint64_t resolve_grid(std::uint64_t grid, unsigned block, std::uint64_t n, const Workspace& ws) {
+  constexpr std::uint64_t kMaxGrid = std::uint64_t{1} << 30;  // keeps |global limb| <= 2^62
+  if (grid != 0) {
+    if (grid > kMaxGrid)
+      throw InvalidArgument("cuda: exact sum: grid of " + std::to_string(grid) + " blocks is out of range (1.." +
+                            std::to_string(kMaxGrid) + ")");
+    return grid;
+  }
+  int per_sm = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ke::k_exact_sum<T>, static_cast<int>(block), 0),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor(exact sum)");
+  const std::uint64_t full = std::uint64_t(ws.sm_count()) * std::uint64_t(std::max(per_sm, 1));
+  constexpr std::uint64_t per_thread = ke::kPerThread<T>;
+  const std::uint64_t needed = (n + std::uint64_t(block) * per_thread - 1) / (std::uint64_t(block) * per_thread);
+  return std::clamp<std::uint64_t>(needed, 1, full);
+}
+
+}  // namespace
+
+template <class T>
+ExactLaunch enqueue(const T* dev, std::uint64_t n, cudaStream_t s, Workspace& ws, unsigned block, std::uint64_t grid) {
+  if (n > 0 && dev == nullptr) throw InvalidArgument("cuda: exact sum: null device pointer with n > 0");
+  if (reinterpret_cast<std::uintptr_t>(dev) % sizeof(T) != 0)
+    throw InvalidArgument("cuda: exact sum: the device pointer is not aligned to the element size");
+  ExactLaunch L;
+  L.block = resolve_block<T>(block);
+  L.grid = resolve_grid<T>(grid, L.block, n, ws);
+  ke::k_exact_sum<T><<<static_cast<unsigned>(L.grid), L.block, 0, s>>>(
+      dev, n, static_cast<ke::Global*>(ws.global_state()), static_cast<ke::RawOut*>(ws.device_result()));
+  check_launch("k_exact_sum");
+  L.launches = 1;
+  check(cudaMemcpyAsync(const_cast<void*>(ws.host_result()), ws.device_result(), sizeof(ke::RawOut),
+                        cudaMemcpyDeviceToHost, s),
+        "cudaMemcpyAsync of the exact-sum state");
+  return L;
+}
+
+ExactSum::Raw read(const Workspace& ws, std::uint64_t n) {
+  const auto* out = static_cast<const ke::RawOut*>(ws.host_result());
+  ExactSum::Raw r;
+  for (int i = 0; i < ExactSum::kLimbs; ++i) r.limb[static_cast<std::size_t>(i)] = out->limb[i];
+  r.flags = out->flags;
+  if (n > 0) r.flags |= ExactSum::kFlagAny;
+  return r;
+}
+
+template <class T>
+ExactLaunch sum(const T* dev, std::uint64_t n, cudaStream_t s, Workspace& ws, unsigned block, std::uint64_t grid) {
+  ExactLaunch L = enqueue(dev, n, s, ws, block, grid);
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize after the exact sum");
+  L.raw = read(ws, n);
+  return L;
+}
+
+template ExactLaunch enqueue<float>(const float*, std::uint64_t, cudaStream_t, Workspace&, unsigned, std::uint64_t);
+template ExactLaunch enqueue<double>(const double*, std::uint64_t, cudaStream_t, Workspace&, unsigned, std::uint64_t);
+template ExactLaunch sum<float>(const float*, std::uint64_t, cudaStream_t, Workspace&, unsigned, std::uint64_t);
+template ExactLaunch sum<double>(const double*, std::uint64_t, cudaStream_t, Workspace&, unsigned, std::uint64_t);
+
+}  // namespace xr::cu_exact
