@@ -67,12 +67,18 @@ __device__ __forceinline__ Acc reduce_packs(const Pack<In> (&r)[K]) {
   return t[0];
 }
 
+// How the packs of k_vec are dealt out. GridStride: thread t takes packs t, t + grid width,
+// ...: a thread's U loads lie a whole grid apart. BlockSegments: block b takes one contiguous
+// segment of the input and its threads stride by the block width inside it, so each block's
+// U loads per iteration cover U * blockDim * 16 contiguous bytes (CUB's even-share tiling).
+enum class Deal { GridStride, BlockSegments };
+
 // The per-thread part of vector/single_pass/auto: 128-bit loads, U per thread per iteration
-// (independent, so U loads are in flight before the first is used), grid-stride. The
-// misaligned head (before the first 16-byte boundary) and the tail (after the last whole
-// pack) are fewer than 2*16/sizeof(In) elements: the first threads take one each.
+// (independent, so U loads are in flight before the first is used). The misaligned head
+// (before the first 16-byte boundary) and the tail (after the last whole pack) are fewer than
+// 2*16/sizeof(In) elements: the first threads take one each.
 // The pointer must be aligned to sizeof(In).
-template <xr::Op O, class Acc, class In, unsigned U>
+template <xr::Op O, class Acc, class In, unsigned U, Deal D = Deal::GridStride>
 __device__ __forceinline__ Acc thread_vec_accumulate(const In* __restrict__ in, u64 n) {
   constexpr unsigned V = Pack<In>::size;
   const auto addr = reinterpret_cast<std::uintptr_t>(in);
@@ -88,14 +94,23 @@ __device__ __forceinline__ Acc thread_vec_accumulate(const In* __restrict__ in, 
   else if (tid - head < n - tail_begin) acc = static_cast<Acc>(in[tail_begin + (tid - head)]);
 
   const Pack<In>* vin = reinterpret_cast<const Pack<In>*>(in + head);
-  u64 i = tid;
-  for (; i + (U - 1) * stride < nvec; i += U * stride) {
+  u64 i = tid, end = nvec, step = stride;
+  if constexpr (D == Deal::BlockSegments) {
+    const u64 tile = u64(blockDim.x) * U;
+    const u64 segment = (nvec + gridDim.x - 1) / gridDim.x;
+    const u64 per_block = (segment + tile - 1) / tile * tile;
+    const u64 begin = u64(blockIdx.x) * per_block;
+    end = begin < nvec ? (nvec - begin < per_block ? nvec : begin + per_block) : begin;
+    i = begin + threadIdx.x;
+    step = blockDim.x;
+  }
+  for (; i + (U - 1) * step < end; i += U * step) {
     Pack<In> r[U];
 #pragma unroll
-    for (unsigned u = 0; u < U; ++u) r[u] = load_pack(vin + i + u * stride);
+    for (unsigned u = 0; u < U; ++u) r[u] = load_pack(vin + i + u * step);
     acc = apply<O>(acc, reduce_packs<O, Acc>(r));
   }
-  for (; i < nvec; i += stride) {
+  for (; i < end; i += step) {
     Pack<In> r[1] = {load_pack(vin + i)};
     acc = apply<O>(acc, reduce_packs<O, Acc>(r));
   }
@@ -107,10 +122,10 @@ __device__ __forceinline__ Acc thread_vec_accumulate(const In* __restrict__ in, 
 // atomic ticket; the block that draws the last ticket reduces the partials (read past L1),
 // writes *out and resets the counter to 0 for the next launch (no memset launch).
 // A grid of one block writes *out directly.
-template <class In, class Acc, xr::Op O, unsigned U, bool LastBlock>
+template <class In, class Acc, xr::Op O, unsigned U, bool LastBlock, Deal D = Deal::GridStride>
 __global__ void __launch_bounds__(1024)
     k_vec(const In* __restrict__ in, u64 n, Acc* __restrict__ out, Acc* partials, unsigned* counter) {
-  Acc acc = thread_vec_accumulate<O, Acc, In, U>(in, n);
+  Acc acc = thread_vec_accumulate<O, Acc, In, U, D>(in, n);
   acc = block_reduce<O>(acc);
   if constexpr (!LastBlock) {
     if (threadIdx.x == 0) out[blockIdx.x] = acc;

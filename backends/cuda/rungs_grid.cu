@@ -31,16 +31,18 @@ struct Shuffle : FixedGridRung<Shuffle> {
   template <class Acc> static constexpr std::size_t smem_per_thread() { return 0; }
 };
 
-template <class In, class Acc, Op O, bool Last> const void* vec_kernel() {
-  return reinterpret_cast<const void*>(&kern::k_vec<In, Acc, O, kUnroll, Last>);
+using kern::Deal;
+
+template <class In, class Acc, Op O, bool Last, Deal D = Deal::GridStride> const void* vec_kernel() {
+  return reinterpret_cast<const void*>(&kern::k_vec<In, Acc, O, kUnroll, Last, D>);
 }
 
 // Grid of k_vec: the caller's, else SMs x resident blocks, but no more blocks than give each
 // thread `packs_per_thread` 16-byte packs.
-template <class In, class Acc, Op O, bool Last>
+template <class In, class Acc, Op O, bool Last, Deal D = Deal::GridStride>
 u64 vec_grid(const Launch& L, u64 n, bool first, u64 packs_per_thread) {
   constexpr u64 V = 16 / sizeof(In);
-  return fixed_grid(L, ceil_div(n, V), first, vec_kernel<In, Acc, O, Last>(), 0, packs_per_thread);
+  return fixed_grid(L, ceil_div(n, V), first, vec_kernel<In, Acc, O, Last, D>(), 0, packs_per_thread);
 }
 
 inline u64 vec_pass_depth(u64 n, u64 grid, unsigned block) {
@@ -59,20 +61,22 @@ struct Vector : PartialRung<Vector> {
 };
 
 // One launch of k_vec with the last-block finish.
-template <class In, class Acc, Op O>
+template <class In, class Acc, Op O, Deal D = Deal::GridStride>
 Outcome single_launch(const Launch& L, u64 grid_u64, const char* variant) {
   if (grid_u64 > Workspace::kMaxSinglePassGrid)
     throw InvalidArgument(std::string("cuda: ") + variant + ": grid of " + std::to_string(grid_u64) +
                           " blocks exceeds " + std::to_string(Workspace::kMaxSinglePassGrid));
   const unsigned grid = to_grid(grid_u64, variant);
-  kern::k_vec<In, Acc, O, kUnroll, true><<<grid, L.block, 0, L.stream>>>(
+  kern::k_vec<In, Acc, O, kUnroll, true, D><<<grid, L.block, 0, L.stream>>>(
       static_cast<const In*>(L.in), L.n, static_cast<Acc*>(L.out),
       static_cast<Acc*>(L.ws->single_pass_partials()), L.ws->counter());
   check_launch(variant);
   Outcome o;
   o.launches = 1;
   o.finish = grid == 1 ? "one block" : "last block";
-  o.depth = vec_pass_depth(L.n, grid, L.block) + (grid > 1 ? pass_depth(grid, 1, L.block) : 0);
+  // Segments round up to whole tiles: a thread may take up to kUnroll more packs.
+  const u64 tile_slack = D == Deal::BlockSegments ? kUnroll * (16 / sizeof(In)) : 0;
+  o.depth = vec_pass_depth(L.n, grid, L.block) + tile_slack + (grid > 1 ? pass_depth(grid, 1, L.block) : 0);
   o.variant = variant;
   return o;
 }
@@ -84,12 +88,13 @@ struct SinglePass {
   }
 };
 
-// auto: the single_pass kernel, sized so every thread has at least kUnroll packs (fewer,
-// fuller blocks for small n: cheaper finish), one launch at every n.
+// auto: the single_pass kernel with block-contiguous segments, sized so every thread has at
+// least kUnroll packs (fewer, fuller blocks for small n: cheaper finish), one launch at every n.
 struct Auto {
   static constexpr const char* name = "auto";
   template <class In, class Acc, Op O> static Outcome run(const Launch& L) {
-    return single_launch<In, Acc, O>(L, vec_grid<In, Acc, O, true>(L, L.n, true, kUnroll), "auto:single_pass");
+    return single_launch<In, Acc, O, Deal::BlockSegments>(
+        L, vec_grid<In, Acc, O, true, Deal::BlockSegments>(L, L.n, true, kUnroll), "auto:segmented");
   }
 };
 
@@ -114,9 +119,11 @@ std::vector<RungEntry> grid_rungs() {
 }
 
 RungEntry auto_rung() {
-  return make_entry<Auto>(
-      "single_pass sized for n (>= 4 packs per thread, grid <= SMs x occupancy): one launch at every n, no CUB",
+  RungEntry e = make_entry<Auto>(
+      "single_pass sized for n (>= 4 packs per thread) with one contiguous segment per block: one launch at every n",
       KernelKind::Auto, 256, BlockRule{32, 1024, 32, {}});
+  e.info.exact = true;  // RunOptions::exact runs cu_exact (exact_sum.cu), block sizes up to 512
+  return e;
 }
 
 }  // namespace xr::cu::detail

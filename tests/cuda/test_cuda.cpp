@@ -185,7 +185,7 @@ TEST_CASE("device pointer API: auto, every type, op and size") {
           }
           const xr::Result res = xr::cu::reduce(d.p, n, op, nullptr, opt);
           check_value(res, h, op, acc, "auto");
-          CHECK(res.kernel == "auto:single_pass");
+          CHECK(res.kernel == "auto:segmented");
           CHECK(res.launches == 1);
         }
   });
