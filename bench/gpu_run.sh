@@ -1,29 +1,30 @@
 #!/usr/bin/env bash
-# One session on the GPU machine: build, tests, benchmarks; full logs under $OUT, a short
-# summary last. Stages (default all): build test ladder sweep opencl
+# One session on the GPU machine: build, tests, benchmarks; full logs under $OUT (at most 8
+# files: the device tool returns no more), a short summary last.
+# Stages (default all): build test ladder sweep opencl exact
 #   source .device/env.sh && bash bench/gpu_run.sh build test
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/xr_out}
 mkdir -p "$OUT"
 B=${XR_BUILD_DIR:-build-gpu}
-stages=${*:-build test ladder sweep opencl}
+stages=${*:-build test ladder sweep opencl exact}
 summary="$OUT/summary.txt"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
 has() { [[ " $stages " == *" $1 "* ]]; }
 cli="$B/apps/reduce_cli"
 
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader >"$OUT/gpu.txt" 2>&1
-say "gpu: $(cat "$OUT/gpu.txt"); $(date -u +%F)"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader >/tmp/gpu.txt 2>&1
+say "gpu: $(cat /tmp/gpu.txt); $(date -u +%F)"
 
 if has build; then
   start=$(date +%s)
-  cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DXREDUCE_CUDA=ON -DXREDUCE_OPENCL=ON >"$OUT/configure.log" 2>&1 ||
-    { tail -20 "$OUT/configure.log"; exit 1; }
-  cmake --build "$B" -j "$(nproc)" >"$OUT/build.log" 2>&1 || { grep -m 30 -E "error|Error" "$OUT/build.log"; exit 1; }
+  cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DXREDUCE_CUDA=ON -DXREDUCE_OPENCL=ON >"$OUT/build.log" 2>&1 ||
+    { tail -20 "$OUT/build.log"; exit 1; }
+  cmake --build "$B" -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { grep -m 30 -E "error|Error" "$OUT/build.log"; exit 1; }
   say "build: $(($(date +%s) - start)) s"
-  grep -E "^-- +[A-Z]+: " "$OUT/configure.log" | tee -a "$summary"
+  grep -E "^-- +[A-Z]+: " "$OUT/build.log" | tee -a "$summary"
 fi
 
 if has test; then
@@ -34,17 +35,18 @@ if has test; then
   grep -B2 -A12 "ERROR:" "$OUT/ctest.log" | head -80
   # ctest's OpenCL suite runs on the default device (the GPU); cover every platform here.
   for p in 0 1; do
-    "$B/tests/xr_test_backends" --xr-backend=opencl --xr-platform=$p >"$OUT/opencl_platform_$p.log" 2>&1
-    say "cross-backend suite, OpenCL platform $p: exit $? $(head -1 "$OUT/opencl_platform_$p.log") $(grep -E 'test cases' "$OUT/opencl_platform_$p.log")"
+    "$B/tests/xr_test_backends" --xr-backend=opencl --xr-platform=$p >/tmp/platform.log 2>&1
+    say "cross-backend suite, OpenCL platform $p: exit $? $(head -1 /tmp/platform.log) $(grep -E 'test cases' /tmp/platform.log)"
+    cat /tmp/platform.log >>"$OUT/ctest.log"
   done
 fi
 
 if has ladder; then
   for n in 2^22 2^28; do
-    "$cli" -b cuda --kernel all --type i32 --n "$n" --repeat 15 --warmup 2 >"$OUT/ladder_$n.txt" 2>&1
-    echo "exit $?" >>"$OUT/ladder_$n.txt"
+    "$cli" -b cuda --kernel all --type i32 --n "$n" --repeat 15 --warmup 2 >>"$OUT/ladder.txt" 2>&1
+    echo "exit $?" >>"$OUT/ladder.txt"
   done
-  cat "$OUT"/ladder_*.txt >>"$summary"
+  cat "$OUT/ladder.txt" >>"$summary"
 fi
 
 if has sweep; then
@@ -54,13 +56,25 @@ fi
 
 if has opencl; then
   for t in i32 f32; do
-    "$cli" -b all --type "$t" --n 2^28 --repeat 10 --warmup 2 >"$OUT/backends_$t.txt" 2>&1
-    echo "exit $?" >>"$OUT/backends_$t.txt"
-    "$cli" -b opencl --kernel all --type "$t" --n 2^28 --repeat 10 >"$OUT/opencl_ladder_$t.txt" 2>&1
+    "$cli" -b all --type "$t" --n 2^28 --repeat 10 --warmup 2 >>"$OUT/backends.txt" 2>&1
+    echo "exit $?" >>"$OUT/backends.txt"
+    "$cli" -b opencl --kernel all --type "$t" --n 2^28 --repeat 10 >>"$OUT/backends.txt" 2>&1
   done
-  "$cli" -b opencl --device pthread --n 2^26 --repeat 5 >"$OUT/pocl.txt" 2>&1
-  "$cli" -b omp --n 2^26 --repeat 5 >>"$OUT/pocl.txt" 2>&1
-  cat "$OUT"/backends_*.txt "$OUT"/opencl_ladder_*.txt "$OUT/pocl.txt" >>"$summary"
+  for t in i32 f32; do  # PoCL against the OpenMP backend on the same CPU
+    "$cli" -b opencl --device Portable --type "$t" --n 2^26 --repeat 5 >>"$OUT/backends.txt" 2>&1
+    "$cli" -b omp --type "$t" --n 2^26 --repeat 5 >>"$OUT/backends.txt" 2>&1
+  done
+  cat "$OUT/backends.txt" >>"$summary"
+fi
+
+if has exact; then
+  for t in f32 f64; do
+    "$cli" -b all --exact --type "$t" --n 2^28 --repeat 10 --warmup 2 >>"$OUT/exact.txt" 2>&1
+    echo "exit $?" >>"$OUT/exact.txt"
+    "$cli" -b cuda --kernel all --exact --type "$t" --n 2^28 --repeat 10 >>"$OUT/exact.txt" 2>&1
+    "$cli" -b opencl --kernel all --exact --type "$t" --n 2^28 --repeat 10 >>"$OUT/exact.txt" 2>&1
+  done
+  cat "$OUT/exact.txt" >>"$summary"
 fi
 echo "==== summary"
 cat "$summary"
