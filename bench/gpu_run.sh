@@ -68,11 +68,15 @@ if has opencl; then
 fi
 
 if has exact; then
+  # Plain auto then exact auto on the same data, per backend: the exact/plain ratio.
   for t in f32 f64; do
-    "$cli" -b all --exact --type "$t" --n 2^28 --repeat 10 --warmup 2 >>"$OUT/exact.txt" 2>&1
-    echo "exit $?" >>"$OUT/exact.txt"
-    "$cli" -b cuda --kernel all --exact --type "$t" --n 2^28 --repeat 10 >>"$OUT/exact.txt" 2>&1
-    "$cli" -b opencl --kernel all --exact --type "$t" --n 2^28 --repeat 10 >>"$OUT/exact.txt" 2>&1
+    for b in cuda opencl omp; do
+      n=2^28
+      [[ $b == omp ]] && n=2^27
+      "$cli" -b "$b" --type "$t" --n "$n" --repeat 20 --warmup 3 >>"$OUT/exact.txt" 2>&1
+      "$cli" -b "$b" --exact --type "$t" --n "$n" --repeat 20 --warmup 3 >>"$OUT/exact.txt" 2>&1
+      echo "exit $?" >>"$OUT/exact.txt"
+    done
   done
   cat "$OUT/exact.txt" >>"$summary"
 fi
