@@ -354,9 +354,15 @@ TEST_CASE("errors carry the CUDA name; nothing printed") {
   xr::BackendOptions bad_device;
   bad_device.device = "999";
   CHECK_THROWS_AS(xr::make_reducer("cuda", bad_device), xr::InvalidArgument);
-  // exact mode is not offered by the CUDA rungs: refused, not ignored.
+  // exact mode: refused by rungs that do not offer it, and by the async form (the exact state
+  // is rounded on the host), never silently ignored.
   xr::RunOptions exact;
   exact.exact = true;
+  exact.kernel = "sequential";
+  CHECK_THROWS_AS(xr::cu::reduce(d.p, host.size(), Op::Sum, nullptr, exact), xr::InvalidArgument);
+  exact.kernel = "auto";
+  CHECK_THROWS_AS(xr::cu::reduce_async(d.p, host.size(), Op::Sum, d.p, nullptr, exact), xr::InvalidArgument);
+  exact.block_size = 1024;  // the exact kernel takes blocks up to 512
   CHECK_THROWS_AS(xr::cu::reduce(d.p, host.size(), Op::Sum, nullptr, exact), xr::InvalidArgument);
 }
 
