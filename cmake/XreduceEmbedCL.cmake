@@ -8,9 +8,11 @@
 #   one of them (or this script) changes.
 #
 # The same file is the generator: run in script mode (cmake -P) with XR_EMBED_OUTPUT and
-# XR_EMBED_SOURCES (a ;-list) it writes the .cpp, touching it only when its text changes.
+# XR_EMBED_SOURCES (a |-separated list of paths) it writes the .cpp, touching it only when its
+# text changes.
 
 if(CMAKE_SCRIPT_MODE_FILE)
+  string(REPLACE "|" ";" XR_EMBED_SOURCES "${XR_EMBED_SOURCES}")
   set(delim "xrcl")
   set(body "")
   set(count 0)
@@ -49,10 +51,10 @@ function(xr_embed_cl target)
     get_filename_component(p "${src}" ABSOLUTE)
     list(APPEND abs "${p}")
   endforeach()
-  string(REPLACE ";" "\\;" abs_escaped "${abs}")
+  list(JOIN abs "|" abs_joined)
   add_custom_command(
     OUTPUT "${arg_OUTPUT}"
-    COMMAND ${CMAKE_COMMAND} "-DXR_EMBED_OUTPUT=${arg_OUTPUT}" "-DXR_EMBED_SOURCES=${abs_escaped}"
+    COMMAND ${CMAKE_COMMAND} "-DXR_EMBED_OUTPUT=${arg_OUTPUT}" "-DXR_EMBED_SOURCES=${abs_joined}"
             -P "${XR_EMBED_CL_SCRIPT}"
     DEPENDS ${abs} "${XR_EMBED_CL_SCRIPT}"
     COMMENT "Embedding OpenCL sources into ${target}"

@@ -56,6 +56,10 @@ class OclReducer final : public Reducer {
 
     Result total;
     std::uint64_t chunks = 0;
+    // Exact mode: the chunks' raw states merge exactly; the sum is rounded once at the end.
+    const bool exact = options.exact && exact_applies(op, in.type);
+    ExactSum exact_acc;
+    ExactSum::Raw raw;
     const auto* bytes = static_cast<const unsigned char*>(in.data);
     for (std::uint64_t start = 0; start < in.n; start += chunk, ++chunks) {
       const std::uint64_t len = std::min(chunk, in.n - start);
@@ -71,7 +75,8 @@ class OclReducer final : public Reducer {
 
       rq.buffer = buf;
       rq.n = len;
-      Result r = reduce_on_queue(rq);
+      Result r = reduce_on_queue(rq, exact ? &raw : nullptr);
+      if (exact) exact_acc.merge_raw(raw);
       if (chunks == 0) {
         total = r;
         total.transfer_ms += write_ms;
@@ -86,7 +91,11 @@ class OclReducer final : public Reducer {
         total.rounding_depth = std::max(total.rounding_depth, r.rounding_depth);
       }
     }
-    if (chunks > 1) {
+    if (exact) {
+      total.value = in.type == DType::F32 ? Scalar::of(exact_acc.to_float()) : Scalar::of(exact_acc.to_double());
+      total.rounding_depth = 1;
+      if (chunks > 1) total.finish += " + exact host merge of " + std::to_string(chunks) + " chunks";
+    } else if (chunks > 1) {
       total.rounding_depth += chunks - 1;  // the host combines the chunks in order
       total.finish += " + host combine of " + std::to_string(chunks) + " chunks";
     }

@@ -112,6 +112,11 @@ DeviceCaps query_caps(cl_device_id d) {
   c.int32_extended = has_extension(ext, "cl_khr_global_int32_extended_atomics");
   c.int64_base = has_extension(ext, "cl_khr_int64_base_atomics");
   c.int64_extended = has_extension(ext, "cl_khr_int64_extended_atomics");
+  if (c.fp64) {
+    cl_device_fp_config fp = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp, &fp, nullptr) == CL_SUCCESS)
+      c.fp64_denorm = (fp & CL_FP_DENORM) != 0;
+  }
   if (c.compute_units == 0) c.compute_units = 1;
   if (c.max_work_group == 0) c.max_work_group = 1;
   return c;

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "xreduce/exact.hpp"
 #include "xreduce/opencl.hpp"
 #include "xreduce/registry.hpp"
 
@@ -38,6 +39,7 @@ struct DeviceCaps {
   bool available = true;
   bool compiler = true;
   bool fp64 = false;
+  bool fp64_denorm = true;  // CL_DEVICE_DOUBLE_FP_CONFIG has CL_FP_DENORM (mandatory for cl_khr_fp64)
   bool int32_base = false, int32_extended = false;  // cl_khr_global_int32_{base,extended}_atomics
   bool int64_base = false, int64_extended = false;  // cl_khr_int64_{base,extended}_atomics
   bool is_gpu() const { return (type & CL_DEVICE_TYPE_GPU) != 0; }
@@ -129,8 +131,45 @@ struct Request {
 
 // Runs warmup + repeat reductions of the request on its queue (the rung named by
 // options.kernel, already checked) and fills every Result field. transfer_ms is the result
-// read only.
-Result reduce_on_queue(const Request& request);
+// read only. With options.exact on an f32/f64 sum (exact_applies) it runs the exact kernels
+// (exact_on_queue) and, when `exact_raw` is given, also returns the unrounded state there, so
+// that callers can merge chunks before rounding once.
+Result reduce_on_queue(const Request& request, ExactSum::Raw* exact_raw = nullptr);
+
+// Shared by the plain and the exact paths.
+std::uint64_t fixed_grid(const DeviceCaps& caps, std::size_t local);  // groups of a grid-stride grid
+double event_ms(cl_event e);                                          // profiling: end - start
+
+// ---- exact sums (kernels_cl/exact.cl, docs/exact.md) -----------------------------------------
+
+constexpr const char* kExactSource = "exact.cl";
+constexpr const char* kExactKernel = "xr_exact";
+constexpr const char* kExactMergeKernel = "xr_exact_merge";
+// Work-groups of one exact launch at most (one 552-byte column each); more of the input is
+// covered by the grid-stride loop.
+constexpr std::uint64_t kExactMaxGroups = 65536;
+// Elements one work-group reads in one launch at most (keeps |local limb| < 2^62; docs/exact.md);
+// larger inputs take more launches, each adding to the work-groups' columns.
+constexpr std::uint64_t kExactMaxPerGroup = std::uint64_t{1} << 28;
+// Tests: a smaller per-group limit (0 restores kExactMaxPerGroup), to exercise several launches.
+void set_exact_group_limit_for_testing(std::uint64_t elements);
+
+struct ExactVariant {
+  bool atom64 = false;       // 64-bit local atomics (cl_khr_int64_base_atomics); else 32-bit pairs
+  bool f32_int = false;      // f32 window sums in integers (devices without cl_khr_fp64)
+  bool denorm_safe = false;  // f64: no subnormal arithmetic (devices without CL_FP_DENORM for doubles)
+};
+// What the device uses for `type` (unless a test forced otherwise).
+ExactVariant exact_variant(const DeviceCaps& caps, DType type);
+std::string exact_program_options(DType type, const ExactVariant& v);
+// Tests: atomics -1 auto, 0 32-bit pairs, 1 64-bit (where the device has them);
+// f32_int -1 auto, 0 doubles (where the device has fp64), 1 integers.
+void set_exact_variant_for_testing(int atomics, int f32_int);
+
+// The exact f32/f64 sum of the request (arguments checked by reduce_on_queue, n > 0): the
+// Result, rounded once, and the raw state.
+Result exact_on_queue(const Request& request, const Rung& rung, const DeviceCaps& caps, cl_context context,
+                      cl_device_id device, bool profiling, ExactSum::Raw* raw);
 
 // The host path splits inputs larger than this many elements into chunks (default: what
 // CL_DEVICE_MAX_MEM_ALLOC_SIZE allows). 0 restores the default. For tests.

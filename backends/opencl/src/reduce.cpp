@@ -15,7 +15,8 @@ namespace xr::ocl::detail {
 
 // ---- the ladder -----------------------------------------------------------------------------
 
-std::vector<Rung> rung_table(const DeviceCaps& caps) {
+namespace {
+std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
   std::vector<DType> types{DType::I32, DType::I64, DType::F32};
   if (caps.fp64) types.push_back(DType::F64);
   const std::vector<Op> ops(all_ops.begin(), all_ops.end());
@@ -64,6 +65,16 @@ std::vector<Rung> rung_table(const DeviceCaps& caps) {
            cascade_k, true, KernelKind::Auto),
   };
 }
+}  // namespace
+
+std::vector<Rung> rung_table(const DeviceCaps& caps) {
+  std::vector<Rung> table = plain_rung_table(caps);
+  // Exact mode (RunOptions::exact, f32/f64 sums): the grid-stride rungs run kernels_cl/exact.cl,
+  // any work-group size and grid.
+  for (auto& r : table)
+    if (r.fixed_grid) r.info.exact = true;
+  return table;
+}
 
 Finish atomic_finish(const DeviceCaps& caps, Op op, DType acc) {
   const bool i32 = acc == DType::I32, i64 = acc == DType::I64;
@@ -102,6 +113,21 @@ std::vector<std::string> all_program_options(const DeviceCaps& caps) {
 }
 
 // ---- planning -------------------------------------------------------------------------------
+
+// Groups of a fixed (grid-stride) grid: enough work-items to fill every compute unit.
+std::uint64_t fixed_grid(const DeviceCaps& caps, std::size_t local) {
+  const std::uint64_t per_cu = caps.is_gpu() ? std::max<std::uint64_t>(1, 2048 / local) : 4;
+  return caps.compute_units * per_cu;
+}
+
+double event_ms(cl_event e) {
+  cl_ulong start = 0, end = 0;
+  check(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr),
+        "clGetEventProfilingInfo", "CL_PROFILING_COMMAND_START");
+  check(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr),
+        "clGetEventProfilingInfo", "CL_PROFILING_COMMAND_END");
+  return end > start ? static_cast<double>(end - start) * 1e-6 : 0.0;
+}
 
 namespace {
 
@@ -146,11 +172,6 @@ std::size_t work_group_limit(const CachedKernel& k, const DeviceCaps& caps, std:
   return std::max<std::size_t>(limit, 1);
 }
 
-// Groups of a fixed (grid-stride) grid: enough work-items to fill every compute unit.
-std::uint64_t fixed_grid(const DeviceCaps& caps, std::size_t local) {
-  const std::uint64_t per_cu = caps.is_gpu() ? std::max<std::uint64_t>(1, 2048 / local) : 4;
-  return caps.compute_units * per_cu;
-}
 
 // A cap on the groups of one launch, so that global sizes stay below 2^31 work-items;
 // the kernel's tile loop takes whatever the grid does not cover.
@@ -171,14 +192,6 @@ struct MemGuard {
   }
 };
 
-double event_ms(cl_event e) {
-  cl_ulong start = 0, end = 0;
-  check(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr),
-        "clGetEventProfilingInfo", "CL_PROFILING_COMMAND_START");
-  check(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr),
-        "clGetEventProfilingInfo", "CL_PROFILING_COMMAND_END");
-  return end > start ? static_cast<double>(end - start) * 1e-6 : 0.0;
-}
 
 const char* finish_name(Finish f) {
   switch (f) {
@@ -194,7 +207,7 @@ const char* finish_name(Finish f) {
 
 // ---- the reduction --------------------------------------------------------------------------
 
-Result reduce_on_queue(const Request& rq) {
+Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   const RunOptions& opt = rq.options;
   if (opt.repeat < 1) throw InvalidArgument("opencl: repeat must be at least 1");
   if (opt.warmup < 0) throw InvalidArgument("opencl: warmup must not be negative");
@@ -216,7 +229,8 @@ Result reduce_on_queue(const Request& rq) {
     throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps.name + " does not offer");
   const auto table = rung_table(caps);
   const Rung& rung = find_rung(table, opt.kernel);
-  check_request(rung.info, rq.op, rq.type, rq.n, "opencl");
+  check_request(rung.info, rq.op, rq.type, rq.n, "opencl", opt.exact);
+  const bool exact = opt.exact && exact_applies(rq.op, rq.type);
   const std::string kernel_name = rung.info.kind == KernelKind::Auto ? "auto:cascade" : rung.info.name;
 
   const DType acc = result_dtype(rq.op, rq.type, opt.accumulator);
@@ -234,6 +248,11 @@ Result reduce_on_queue(const Request& rq) {
   if (rq.n == 0) {  // only sum and prod get here: their identity, nothing launched
     res.value = visit_dtype(acc, [&](auto t) { return Scalar::of(identity<decltype(t)>(rq.op)); });
     res.finish = "none";
+    if (exact) {  // the empty exact sum: +0, an empty state
+      if (exact_raw) *exact_raw = ExactSum::Raw{};
+      res.value = rq.type == DType::F32 ? Scalar::of(ExactSum{}.to_float()) : Scalar::of(ExactSum{}.to_double());
+      res.rounding_depth = 1;
+    }
     return res;
   }
 
@@ -252,6 +271,8 @@ Result reduce_on_queue(const Request& rq) {
     throw InvalidArgument("opencl: elements [" + std::to_string(rq.offset) + ", " + std::to_string(rq.offset) + " + " +
                           std::to_string(rq.n) + ") lie beyond the buffer's " + std::to_string(capacity) + " " +
                           std::string(to_string(rq.type)) + " elements");
+
+  if (exact) return exact_on_queue(rq, rung, caps, context, device, profiling, exact_raw);
 
   // Plan: work-group size, coarsening, grid, passes.
   const unsigned k = rung.k ? rung.k : (opt.coarsening ? opt.coarsening : kRuntimeCoarseningDefault);

@@ -1,0 +1,220 @@
+// Exact f32/f64 sums on an OpenCL device (kernels_cl/exact.cl, whose header describes the
+// method): per-work-group superaccumulators in local memory written to one column each of a
+// [69][G] array, the columns merged by a second kernel, the 69 words read back and rounded once
+// on the host by xr::ExactSum.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "ocl_internal.hpp"
+#include "xreduce/error.hpp"
+
+namespace xr::ocl::detail {
+
+namespace {
+
+constexpr int kRows = ExactSum::kLimbs + 1;  // 68 limbs, then the flags
+constexpr std::size_t kDefaultExactWorkGroup = 256;
+constexpr std::uint64_t kPerItemTile = 8;    // elements a work-item reads per tile
+
+std::atomic<int> g_force_atomics{-1};
+std::atomic<int> g_force_f32_int{-1};
+std::atomic<std::uint64_t> g_per_group{0};
+
+std::size_t floor_pow2(std::size_t x) {
+  std::size_t p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); }
+
+struct Mem {
+  cl_mem mem = nullptr;
+  ~Mem() {
+    if (mem) clReleaseMemObject(mem);
+  }
+};
+
+struct Events {
+  std::vector<cl_event> list;
+  ~Events() {
+    for (cl_event e : list) clReleaseEvent(e);
+  }
+  cl_uint count() const { return list.empty() ? 0 : 1; }
+  const cl_event* last() const { return list.empty() ? nullptr : &list.back(); }
+};
+
+std::size_t kernel_limit(const CachedKernel& k, const DeviceCaps& caps, std::size_t per_item_local) {
+  std::size_t limit = std::min(k.work_group_max, caps.max_work_group);
+  if (per_item_local) {
+    const std::uint64_t left = caps.local_mem > k.local_mem_used ? caps.local_mem - k.local_mem_used : 0;
+    limit = std::min<std::uint64_t>(limit, left / per_item_local);
+  }
+  return std::max<std::size_t>(limit, 1);
+}
+
+}  // namespace
+
+ExactVariant exact_variant(const DeviceCaps& caps, DType type) {
+  ExactVariant v;
+  const int atomics = g_force_atomics.load();
+  v.atom64 = caps.int64_base && atomics != 0;
+  if (type == DType::F32) {
+    const int f32_int = g_force_f32_int.load();
+    v.f32_int = !caps.fp64 || f32_int == 1;
+  } else {
+    v.denorm_safe = !caps.fp64_denorm;
+  }
+  return v;
+}
+
+std::string exact_program_options(DType type, const ExactVariant& v) {
+  return "-cl-std=CL1.2 -DXR_IN=" + std::to_string(static_cast<int>(type)) +
+         " -DXR_ATOM64=" + std::to_string(v.atom64 ? 1 : 0) + " -DXR_F32_INT=" + std::to_string(v.f32_int ? 1 : 0) +
+         " -DXR_DENORM_SAFE=" + std::to_string(v.denorm_safe ? 1 : 0);
+}
+
+void set_exact_group_limit_for_testing(std::uint64_t elements) { g_per_group = elements; }
+
+void set_exact_variant_for_testing(int atomics, int f32_int) {
+  g_force_atomics = atomics;
+  g_force_f32_int = f32_int;
+}
+
+Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& caps, cl_context context,
+                      cl_device_id device, bool profiling, ExactSum::Raw* raw_out) {
+  const RunOptions& opt = rq.options;
+  const ExactVariant variant = exact_variant(caps, rq.type);
+  const std::string options = exact_program_options(rq.type, variant);
+  CachedKernel& main = cached_kernel(context, device, kExactSource, options, kExactKernel);
+  CachedKernel& merge = cached_kernel(context, device, kExactSource, options, kExactMergeKernel);
+
+  // Work-group size: any the kernel allows (its local memory is static).
+  const std::size_t limit = kernel_limit(main, caps, 0);
+  std::size_t local = 0;
+  if (opt.block_size) {
+    if (opt.block_size > limit)
+      throw InvalidArgument("opencl: work-group size " + std::to_string(opt.block_size) + " exceeds " +
+                            std::to_string(limit) + ", the most the exact kernel allows on " + caps.name +
+                            " (CL_KERNEL_WORK_GROUP_SIZE, CL_DEVICE_MAX_WORK_GROUP_SIZE)");
+    local = opt.block_size;
+  } else {
+    local = floor_pow2(std::min(kDefaultExactWorkGroup, limit));
+  }
+  // Grid: the rung's grid-stride grid or the one asked for, never more groups than tiles.
+  const std::uint64_t tiles = ceil_div(rq.n, std::uint64_t{local} * kPerItemTile);
+  // GPUs: twice the work-items a device can hold at once, so that the last wave is short even
+  // where registers allow fewer resident work-groups (OpenCL has no occupancy query).
+  const std::uint64_t default_groups = fixed_grid(caps, local) * (caps.is_gpu() ? 2 : 1);
+  std::uint64_t groups = opt.grid_size ? opt.grid_size : default_groups;
+  groups = std::clamp<std::uint64_t>(groups, 1, std::min(tiles, kExactMaxGroups));
+  // Launches: each work-group reads at most kExactMaxPerGroup elements per launch.
+  const std::uint64_t per_group = g_per_group.load() ? std::min(g_per_group.load(), kExactMaxPerGroup) : kExactMaxPerGroup;
+  const std::uint64_t segment = groups * ((per_group + 7) / 8 * 8);
+  const std::uint64_t segments = ceil_div(rq.n, segment);
+  const std::size_t local2 = floor_pow2(std::min<std::size_t>(256, kernel_limit(merge, caps, sizeof(cl_long))));
+  const bool merged = groups > 1;
+
+  Mem part, out;
+  cl_int rc = CL_SUCCESS;
+  const std::uint64_t part_bytes = std::uint64_t{kRows} * groups * sizeof(cl_long);
+  part.mem = clCreateBuffer(context, CL_MEM_READ_WRITE, part_bytes, nullptr, &rc);
+  check(rc, "clCreateBuffer", format_bytes(part_bytes) + " of exact-sum columns");
+  if (merged) {
+    out.mem = clCreateBuffer(context, CL_MEM_READ_WRITE, kRows * sizeof(cl_long), nullptr, &rc);
+    check(rc, "clCreateBuffer", "exact-sum state");
+  }
+  const cl_mem result_mem = merged ? out.mem : part.mem;  // one column is already [69][1]
+
+  std::vector<double> kernel_ms, read_ms;
+  std::vector<cl_long> host(kRows, 0);
+  using clock = std::chrono::steady_clock;
+  for (int it = 0; it < opt.warmup + opt.repeat; ++it) {
+    Events ev;
+    const auto t0 = clock::now();
+    for (std::uint64_t s = 0; s < segments; ++s) {
+      const cl_mem in = rq.buffer;
+      const cl_ulong offset = rq.offset + s * segment;
+      const cl_ulong n = std::min(segment, rq.n - s * segment);
+      const cl_uint accumulate = s > 0;
+      const std::size_t global = static_cast<std::size_t>(groups) * local;
+      std::lock_guard lock(main.mutex);
+      check(clSetKernelArg(main.kernel, 0, sizeof in, &in), "clSetKernelArg", "in");
+      check(clSetKernelArg(main.kernel, 1, sizeof offset, &offset), "clSetKernelArg", "offset");
+      check(clSetKernelArg(main.kernel, 2, sizeof n, &n), "clSetKernelArg", "n");
+      check(clSetKernelArg(main.kernel, 3, sizeof part.mem, &part.mem), "clSetKernelArg", "part");
+      check(clSetKernelArg(main.kernel, 4, sizeof accumulate, &accumulate), "clSetKernelArg", "accumulate");
+      cl_event e = nullptr;
+      check(clEnqueueNDRangeKernel(rq.queue, main.kernel, 1, nullptr, &global, &local, ev.count(), ev.last(), &e),
+            "clEnqueueNDRangeKernel", "exact sum: " + std::to_string(groups) + " work-groups of " + std::to_string(local));
+      ev.list.push_back(e);
+    }
+    if (merged) {
+      const cl_uint g = static_cast<cl_uint>(groups);
+      const std::size_t global = kRows * local2;
+      std::lock_guard lock(merge.mutex);
+      check(clSetKernelArg(merge.kernel, 0, sizeof part.mem, &part.mem), "clSetKernelArg", "part");
+      check(clSetKernelArg(merge.kernel, 1, sizeof g, &g), "clSetKernelArg", "G");
+      check(clSetKernelArg(merge.kernel, 2, sizeof out.mem, &out.mem), "clSetKernelArg", "out");
+      check(clSetKernelArg(merge.kernel, 3, local2 * sizeof(cl_long), nullptr), "clSetKernelArg", "local scratch");
+      cl_event e = nullptr;
+      check(clEnqueueNDRangeKernel(rq.queue, merge.kernel, 1, nullptr, &global, &local2, ev.count(), ev.last(), &e),
+            "clEnqueueNDRangeKernel", "exact merge");
+      ev.list.push_back(e);
+    }
+    const std::size_t launched = ev.list.size();
+    if (!profiling) check(clFinish(rq.queue), "clFinish");
+    const auto t1 = clock::now();
+    {
+      cl_event e = nullptr;
+      check(clEnqueueReadBuffer(rq.queue, result_mem, CL_TRUE, 0, kRows * sizeof(cl_long), host.data(), ev.count(),
+                                ev.last(), &e),
+            "clEnqueueReadBuffer", "exact-sum state");
+      ev.list.push_back(e);
+    }
+    const auto t2 = clock::now();
+    if (it < opt.warmup) continue;
+    if (profiling) {
+      double sum = 0;
+      for (std::size_t i = 0; i < launched; ++i) sum += event_ms(ev.list[i]);
+      kernel_ms.push_back(sum);
+      read_ms.push_back(event_ms(ev.list.back()));
+    } else {
+      kernel_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      read_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+    }
+  }
+
+  ExactSum::Raw raw;
+  for (int i = 0; i < ExactSum::kLimbs; ++i) raw.limb[static_cast<std::size_t>(i)] = host[static_cast<std::size_t>(i)];
+  raw.flags = static_cast<std::uint32_t>(host[ExactSum::kLimbs]) | ExactSum::kFlagAny;  // n > 0 here
+  ExactSum acc;
+  acc.merge_raw(raw);
+  if (raw_out) *raw_out = raw;
+
+  Result res;
+  res.n = rq.n;
+  res.op = rq.op;
+  res.type = rq.type;
+  res.backend = "opencl";
+  res.device = caps.name;
+  res.kernel = rung.info.kind == KernelKind::Auto ? "auto:" + std::string("cascade") : rung.info.name;
+  res.value = rq.type == DType::F32 ? Scalar::of(acc.to_float()) : Scalar::of(acc.to_double());
+  res.finish = std::string("exact: work-group superaccumulators (") +
+               (variant.atom64 ? "64-bit local atomics" : "32-bit local atomic pairs") +
+               (rq.type == DType::F32 ? (variant.f32_int ? ", integer window sums" : ", double window sums") : "") +
+               "), " + std::to_string(groups) + " x " + std::to_string(local) +
+               (merged ? ", columns merged on the device" : "") + ", rounded once on the host";
+  res.launches = static_cast<int>(segments) + (merged ? 1 : 0);
+  res.repeats = opt.repeat;
+  res.kernel_ms = median(kernel_ms);
+  res.transfer_ms = median(read_ms);
+  res.bytes_per_s =
+      res.kernel_ms > 0 ? static_cast<double>(rq.n * size_of(rq.type)) / (res.kernel_ms * 1e-3) : 0.0;
+  res.rounding_depth = 1;  // one rounding of the exact value
+  return res;
+}
+
+}  // namespace xr::ocl::detail
