@@ -323,25 +323,31 @@ TEST_CASE("exact omp: which kernels honour exact mode") {
   });
 }
 
-TEST_CASE("exact cuda: special values and signed zeros") {
-  for_backend("cuda", [](xr::Reducer& r, const std::string& b) {
-    special_values<double>(r, b);
-    special_values<float>(r, b);
-  });
+// One body per property for every device backend; each skips with a message where unusable.
+constexpr const char* kDeviceBackends[] = {"cuda", "opencl"};
+
+TEST_CASE("exact on every device backend: special values and signed zeros") {
+  for (const char* backend : kDeviceBackends)
+    for_backend(backend, [](xr::Reducer& r, const std::string& b) {
+      special_values<double>(r, b);
+      special_values<float>(r, b);
+    });
 }
 
-TEST_CASE("exact cuda: adversarial inputs") {
-  for_backend("cuda", [](xr::Reducer& r, const std::string& b) {
-    adversarial<double>(r, b);
-    adversarial<float>(r, b);
-  });
+TEST_CASE("exact on every device backend: adversarial inputs") {
+  for (const char* backend : kDeviceBackends)
+    for_backend(backend, [](xr::Reducer& r, const std::string& b) {
+      adversarial<double>(r, b);
+      adversarial<float>(r, b);
+    });
 }
 
-TEST_CASE("exact cuda: random sizes, block sizes and grids") {
-  for_backend("cuda", [](xr::Reducer& r, const std::string& b) {
-    random_sizes<double>(r, b);
-    random_sizes<float>(r, b);
-  });
+TEST_CASE("exact on every device backend: random sizes, block sizes and grids") {
+  for (const char* backend : kDeviceBackends)
+    for_backend(backend, [](xr::Reducer& r, const std::string& b) {
+      random_sizes<double>(r, b);
+      random_sizes<float>(r, b);
+    });
 }
 
 // More than 2^31 elements (8.6 GB of floats on host and device): ones plus 2^-20, whose exact
