@@ -45,18 +45,27 @@ template <class In> struct alignas(16) Pack {
   In v[size];
 };
 
-// One LDG.128 through the read-only path, not kept in L1, with a 256-byte L2 prefetch: on an
-// H100 (bench/exp_large_n.cu, 2026-11-22) the hint took a bare streaming sum from 0.955-0.991x
-// to 0.907-0.988x of CUB's time at n = 2^26..2^30 i32 (3.0-3.06 TB/s).
-template <class In> __device__ __forceinline__ Pack<In> load_pack(const Pack<In>* p) {
+// How the packs of k_vec are dealt out. GridStride: thread t takes packs t, t + grid width,
+// ...: a thread's U loads lie a whole grid apart; plain read-only loads, which keep re-reads of
+// an L2-resident input fast. BlockSegments: block b takes one contiguous segment of the input
+// and its threads stride by the block width inside it, so each block's U loads per iteration
+// cover U * blockDim * 16 contiguous bytes (CUB's even-share tiling); its loads stream (no L1
+// allocation, 256-byte L2 prefetch), which pays once the input is larger than the L2.
+enum class Deal { GridStride, BlockSegments };
+
+// One LDG.128. Streaming form measured on an H100 (bench/exp_large_n.cu, 2026-11-22): a bare
+// segmented sum went from 0.955-0.991x to 0.907-0.988x of CUB's time at n = 2^26..2^30 i32.
+template <Deal D, class In> __device__ __forceinline__ Pack<In> load_pack(const Pack<In>* p) {
   int4 raw;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.s32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
-               : "l"(p));
-#else
-  raw = __ldg(reinterpret_cast<const int4*>(p));
+  if constexpr (D == Deal::BlockSegments) {
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.s32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
+                 : "l"(p));
+    return bits_as<Pack<In>>(raw);
+  }
 #endif
+  raw = __ldg(reinterpret_cast<const int4*>(p));
   return bits_as<Pack<In>>(raw);
 }
 
@@ -76,12 +85,6 @@ __device__ __forceinline__ Acc reduce_packs(const Pack<In> (&r)[K]) {
     for (unsigned j = 0; j + w < M; j += 2 * w) t[j] = apply<O>(t[j], t[j + w]);
   return t[0];
 }
-
-// How the packs of k_vec are dealt out. GridStride: thread t takes packs t, t + grid width,
-// ...: a thread's U loads lie a whole grid apart. BlockSegments: block b takes one contiguous
-// segment of the input and its threads stride by the block width inside it, so each block's
-// U loads per iteration cover U * blockDim * 16 contiguous bytes (CUB's even-share tiling).
-enum class Deal { GridStride, BlockSegments };
 
 // The per-thread part of vector/single_pass/auto: 128-bit loads, U per thread per iteration
 // (independent, so U loads are in flight before the first is used). The misaligned head
@@ -117,11 +120,11 @@ __device__ __forceinline__ Acc thread_vec_accumulate(const In* __restrict__ in, 
   for (; i + (U - 1) * step < end; i += U * step) {
     Pack<In> r[U];
 #pragma unroll
-    for (unsigned u = 0; u < U; ++u) r[u] = load_pack(vin + i + u * step);
+    for (unsigned u = 0; u < U; ++u) r[u] = load_pack<D>(vin + i + u * step);
     acc = apply<O>(acc, reduce_packs<O, Acc>(r));
   }
   for (; i < end; i += step) {
-    Pack<In> r[1] = {load_pack(vin + i)};
+    Pack<In> r[1] = {load_pack<D>(vin + i)};
     acc = apply<O>(acc, reduce_packs<O, Acc>(r));
   }
   return acc;

@@ -185,7 +185,7 @@ TEST_CASE("device pointer API: auto, every type, op and size") {
           }
           const xr::Result res = xr::cu::reduce(d.p, n, op, nullptr, opt);
           check_value(res, h, op, acc, "auto");
-          CHECK(res.kernel == "auto:segmented");
+          CHECK(res.kernel == (n * sizeof(T) >= (u64(64) << 20) ? "auto:segmented" : "auto:single_pass"));
           CHECK(res.launches == 1);
         }
   });
@@ -290,7 +290,9 @@ TEST_CASE("auto on misaligned device pointers (offset 1, 2, 3 elements)") {
   for_each_type([](auto t) {
     using T = decltype(t);
     for (u64 offset : {1, 2, 3})
-      for (u64 n : {u64(0), u64(1), u64(2), u64(3), u64(5), u64(7), u64(31), u64(1000), u64((1u << 20) + 7)})
+      // The last size is past 64 MiB, where auto switches to block segments with streaming loads.
+      for (u64 n : {u64(0), u64(1), u64(2), u64(3), u64(5), u64(7), u64(31), u64(1000), u64((1u << 20) + 7),
+                    u64((u64(64) << 20) / sizeof(T) + 7)})
         for (Op op : xr::all_ops) {
           if (n == 0 && (op == Op::Min || op == Op::Max)) continue;
           const auto h = make_data<T>(n, op, 5 + offset);
