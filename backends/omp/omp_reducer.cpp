@@ -235,7 +235,7 @@ class OmpReducer final : public Reducer {
     Result r;
     r.value = out.value;
     r.device = device();
-    r.kernel = kernel.kind == KernelKind::Auto ? "auto:vector" : kernel.name;
+    r.kernel = exact ? kernel.name + ":exact" : kernel.kind == KernelKind::Auto ? "auto:vector" : kernel.name;
     r.finish = exact ? std::string("exact: per-thread superaccumulators (") + omp_exact::front_end() +
                            " front end), merged in thread order, rounded once"
                      : rung->finish;

@@ -200,7 +200,7 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   res.type = rq.type;
   res.backend = "opencl";
   res.device = caps.name;
-  res.kernel = rung.info.kind == KernelKind::Auto ? "auto:" + std::string("cascade") : rung.info.name;
+  res.kernel = rung.info.name + ":exact";
   res.value = rq.type == DType::F32 ? Scalar::of(acc.to_float()) : Scalar::of(acc.to_double());
   res.finish = std::string("exact: work-group superaccumulators (") +
                (variant.atom64 ? "64-bit local atomics" : "32-bit local atomic pairs") +
