@@ -29,6 +29,21 @@ inline void check_launch(const char* kernel) {
   if (e != cudaSuccess) throw_cuda(e, std::string("launch of ") + kernel);
 }
 
+// Makes `device` current for its lifetime and restores the previous one.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    check(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+  }
+  ~DeviceGuard() { cudaSetDevice(previous_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 }  // namespace xr::cu::detail
 
 #define XR_CUDA(call) ::xr::cu::detail::check((call), #call)

@@ -15,55 +15,15 @@
 
 #include "embedded_sources.hpp"
 #include "ocl_internal.hpp"
+#include "targets.hpp"
 #include "xreduce/opencl.hpp"
 #include "xreduce/xreduce.hpp"
 
 using namespace xr;
 namespace od = xr::ocl::detail;
+using namespace xr::ocl_test;
 
 namespace {
-
-// One default device per platform that has one.
-struct Target {
-  int platform = 0;
-  od::DeviceCaps caps;
-  std::unique_ptr<Reducer> reducer;
-  cl_context context = nullptr;
-  cl_command_queue queue = nullptr;          // profiling
-  cl_command_queue plain_queue = nullptr;    // no profiling
-  std::string label() const { return "platform " + std::to_string(platform) + " (" + caps.platform_name + " / " + caps.name + ")"; }
-};
-
-std::vector<Target>& targets() {
-  static std::vector<Target> list;
-  return list;
-}
-
-void open_targets() {
-  std::set<int> platforms;
-  for (const auto& d : od::list_devices()) platforms.insert(d.platform_index);
-  for (int p : platforms) {
-    BackendOptions o;
-    o.platform = p;
-    Target t;
-    t.platform = p;
-    try {
-      t.caps = od::select_device(o).caps;
-      t.reducer = make_reducer("opencl", o);
-    } catch (const BackendUnavailable& e) {
-      std::printf("note: platform %d skipped: %s\n", p, e.what());
-      continue;
-    }
-    cl_int rc = CL_SUCCESS;
-    t.context = clCreateContext(nullptr, 1, &t.caps.device, nullptr, nullptr, &rc);
-    od::check(rc, "clCreateContext");
-    t.queue = clCreateCommandQueue(t.context, t.caps.device, CL_QUEUE_PROFILING_ENABLE, &rc);
-    od::check(rc, "clCreateCommandQueue");
-    t.plain_queue = clCreateCommandQueue(t.context, t.caps.device, 0, &rc);
-    od::check(rc, "clCreateCommandQueue");
-    targets().push_back(std::move(t));
-  }
-}
 
 // A device buffer holding `data`, released at scope exit.
 struct DeviceBuffer {
@@ -447,31 +407,4 @@ TEST_CASE("the program cache is reused across reductions and reducers, and can b
   CHECK(ocl::program_cache_size() >= 1);
 }
 
-int main(int argc, char** argv) {
-  const BackendStatus s = backend_status("opencl");
-  if (!s.usable) {
-    std::printf("SKIP opencl: %s\n", s.reason.c_str());
-    return 77;
-  }
-  try {
-    open_targets();
-  } catch (const std::exception& e) {
-    std::printf("SKIP opencl: %s\n", e.what());
-    return 77;
-  }
-  if (targets().empty()) {
-    std::printf("SKIP opencl: no platform with a usable device\n");
-    return 77;
-  }
-  for (const auto& t : targets()) std::printf("opencl tests on %s\n", t.label().c_str());
-  doctest::Context ctx;
-  ctx.applyCommandLine(argc, argv);
-  const int rc = ctx.run();
-  for (auto& t : targets()) {
-    t.reducer.reset();
-    clReleaseCommandQueue(t.queue);
-    clReleaseCommandQueue(t.plain_queue);
-    clReleaseContext(t.context);
-  }
-  return rc;
-}
+int main(int argc, char** argv) { return xr::ocl_test::run_on_targets(argc, argv, "opencl"); }

@@ -30,21 +30,6 @@ std::size_t floor_pow2(std::size_t x) {
 }
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); }
 
-struct Mem {
-  cl_mem mem = nullptr;
-  ~Mem() {
-    if (mem) clReleaseMemObject(mem);
-  }
-};
-
-struct Events {
-  std::vector<cl_event> list;
-  ~Events() {
-    for (cl_event e : list) clReleaseEvent(e);
-  }
-  cl_uint count() const { return list.empty() ? 0 : 1; }
-  const cl_event* last() const { return list.empty() ? nullptr : &list.back(); }
-};
 
 std::size_t kernel_limit(const CachedKernel& k, const DeviceCaps& caps, std::size_t per_item_local) {
   std::size_t limit = std::min(k.work_group_max, caps.max_work_group);
@@ -117,7 +102,7 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   const std::size_t local2 = floor_pow2(std::min<std::size_t>(256, kernel_limit(merge, caps, sizeof(cl_long))));
   const bool merged = groups > 1;
 
-  Mem part, out;
+  MemGuard part, out;
   cl_int rc = CL_SUCCESS;
   const std::uint64_t part_bytes = std::uint64_t{kRows} * groups * sizeof(cl_long);
   part.mem = clCreateBuffer(context, CL_MEM_READ_WRITE, part_bytes, nullptr, &rc);
@@ -132,7 +117,7 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   std::vector<cl_long> host(kRows, 0);
   using clock = std::chrono::steady_clock;
   for (int it = 0; it < opt.warmup + opt.repeat; ++it) {
-    Events ev;
+    EventChain ev;
     const auto t0 = clock::now();
     for (std::uint64_t s = 0; s < segments; ++s) {
       const cl_mem in = rq.buffer;
@@ -147,9 +132,9 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
       check(clSetKernelArg(main.kernel, 3, sizeof part.mem, &part.mem), "clSetKernelArg", "part");
       check(clSetKernelArg(main.kernel, 4, sizeof accumulate, &accumulate), "clSetKernelArg", "accumulate");
       cl_event e = nullptr;
-      check(clEnqueueNDRangeKernel(rq.queue, main.kernel, 1, nullptr, &global, &local, ev.count(), ev.last(), &e),
+      check(clEnqueueNDRangeKernel(rq.queue, main.kernel, 1, nullptr, &global, &local, ev.wait_count(), ev.wait_list(), &e),
             "clEnqueueNDRangeKernel", "exact sum: " + std::to_string(groups) + " work-groups of " + std::to_string(local));
-      ev.list.push_back(e);
+      ev.events.push_back(e);
     }
     if (merged) {
       const cl_uint g = static_cast<cl_uint>(groups);
@@ -160,31 +145,23 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
       check(clSetKernelArg(merge.kernel, 2, sizeof out.mem, &out.mem), "clSetKernelArg", "out");
       check(clSetKernelArg(merge.kernel, 3, local2 * sizeof(cl_long), nullptr), "clSetKernelArg", "local scratch");
       cl_event e = nullptr;
-      check(clEnqueueNDRangeKernel(rq.queue, merge.kernel, 1, nullptr, &global, &local2, ev.count(), ev.last(), &e),
+      check(clEnqueueNDRangeKernel(rq.queue, merge.kernel, 1, nullptr, &global, &local2, ev.wait_count(), ev.wait_list(), &e),
             "clEnqueueNDRangeKernel", "exact merge");
-      ev.list.push_back(e);
+      ev.events.push_back(e);
     }
-    const std::size_t launched = ev.list.size();
+    const std::size_t launched = ev.events.size();
     if (!profiling) check(clFinish(rq.queue), "clFinish");
     const auto t1 = clock::now();
     {
       cl_event e = nullptr;
-      check(clEnqueueReadBuffer(rq.queue, result_mem, CL_TRUE, 0, kRows * sizeof(cl_long), host.data(), ev.count(),
-                                ev.last(), &e),
+      check(clEnqueueReadBuffer(rq.queue, result_mem, CL_TRUE, 0, kRows * sizeof(cl_long), host.data(),
+                                ev.wait_count(), ev.wait_list(), &e),
             "clEnqueueReadBuffer", "exact-sum state");
-      ev.list.push_back(e);
+      ev.events.push_back(e);
     }
     const auto t2 = clock::now();
     if (it < opt.warmup) continue;
-    if (profiling) {
-      double sum = 0;
-      for (std::size_t i = 0; i < launched; ++i) sum += event_ms(ev.list[i]);
-      kernel_ms.push_back(sum);
-      read_ms.push_back(event_ms(ev.list.back()));
-    } else {
-      kernel_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      read_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-    }
+    record_times(ev, launched, profiling, t0, t1, t2, kernel_ms, read_ms);
   }
 
   ExactSum::Raw raw;

@@ -2,6 +2,7 @@
 // through libxreduce). Not installed.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -139,6 +140,38 @@ Result reduce_on_queue(const Request& request, ExactSum::Raw* exact_raw = nullpt
 // Shared by the plain and the exact paths.
 std::uint64_t fixed_grid(const DeviceCaps& caps, std::size_t local);  // groups of a grid-stride grid
 double event_ms(cl_event e);                                          // profiling: end - start
+
+// The events of one reduction in order (kernels, then the read of the result); each enqueue
+// waits on the one before it. Released at scope exit.
+struct EventChain {
+  std::vector<cl_event> events;
+  EventChain() = default;
+  EventChain(const EventChain&) = delete;
+  EventChain& operator=(const EventChain&) = delete;
+  ~EventChain() {
+    for (cl_event e : events) clReleaseEvent(e);
+  }
+  cl_uint wait_count() const { return events.empty() ? 0 : 1; }
+  const cl_event* wait_list() const { return events.empty() ? nullptr : &events.back(); }
+};
+
+// A buffer released at scope exit.
+struct MemGuard {
+  cl_mem mem = nullptr;
+  MemGuard() = default;
+  MemGuard(const MemGuard&) = delete;
+  MemGuard& operator=(const MemGuard&) = delete;
+  ~MemGuard() {
+    if (mem) clReleaseMemObject(mem);
+  }
+};
+
+// Records one timed repetition: with profiling, the device time of the chain's first `kernels`
+// events and of its last (the read of the result); without, the host clock's t0..t1 and t1..t2.
+void record_times(const EventChain& chain, std::size_t kernels, bool profiling,
+                  std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1,
+                  std::chrono::steady_clock::time_point t2, std::vector<double>& kernel_ms,
+                  std::vector<double>& read_ms);
 
 // ---- exact sums (kernels_cl/exact.cl, docs/exact.md) -----------------------------------------
 

@@ -129,6 +129,21 @@ double event_ms(cl_event e) {
   return end > start ? static_cast<double>(end - start) * 1e-6 : 0.0;
 }
 
+void record_times(const EventChain& chain, std::size_t kernels, bool profiling,
+                  std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1,
+                  std::chrono::steady_clock::time_point t2, std::vector<double>& kernel_ms,
+                  std::vector<double>& read_ms) {
+  if (profiling) {
+    double sum = 0;
+    for (std::size_t i = 0; i < kernels; ++i) sum += event_ms(chain.events[i]);
+    kernel_ms.push_back(sum);
+    read_ms.push_back(event_ms(chain.events.back()));
+  } else {
+    kernel_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    read_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+  }
+}
+
 namespace {
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); }
@@ -177,20 +192,6 @@ std::size_t work_group_limit(const CachedKernel& k, const DeviceCaps& caps, std:
 // the kernel's tile loop takes whatever the grid does not cover.
 std::uint64_t max_groups(std::size_t local) { return std::max<std::uint64_t>(1, ((1ull << 31) - 1) / local); }
 
-struct EventList {
-  std::vector<cl_event> events;
-  ~EventList() {
-    for (cl_event e : events) clReleaseEvent(e);
-  }
-  cl_event last() const { return events.empty() ? nullptr : events.back(); }
-};
-
-struct MemGuard {
-  cl_mem mem = nullptr;
-  ~MemGuard() {
-    if (mem) clReleaseMemObject(mem);
-  }
-};
 
 
 const char* finish_name(Finish f) {
@@ -359,10 +360,10 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   unsigned char host[8] = {};
   using clock = std::chrono::steady_clock;
   for (int it = 0; it < opt.warmup + opt.repeat; ++it) {
-    EventList ev;
+    EventChain ev;
     auto wait = [&](cl_uint& count) -> const cl_event* {
-      count = ev.events.empty() ? 0 : 1;
-      return ev.events.empty() ? nullptr : &ev.events.back();
+      count = ev.wait_count();
+      return ev.wait_list();
     };
     const auto t0 = clock::now();
     cl_uint nw = 0;
@@ -405,15 +406,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     }
     const auto t2 = clock::now();
     if (it < opt.warmup) continue;
-    if (profiling) {
-      double sum = 0;
-      for (std::size_t i = 0; i < launched; ++i) sum += event_ms(ev.events[i]);
-      kernel_ms.push_back(sum);
-      read_ms.push_back(event_ms(ev.events.back()));
-    } else {
-      kernel_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      read_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-    }
+    record_times(ev, launched, profiling, t0, t1, t2, kernel_ms, read_ms);
   }
 
   res.value = visit_dtype(acc, [&](auto t) {
