@@ -368,6 +368,28 @@ TEST_CASE("errors carry the CUDA name; nothing printed") {
   CHECK_THROWS_AS(xr::cu::reduce(d.p, host.size(), Op::Sum, nullptr, exact), xr::InvalidArgument);
 }
 
+TEST_CASE("out of device memory is a DeviceError named cudaErrorMemoryAllocation") {
+  // Take all but 64 MiB of the device, then ask for a 256 MiB input buffer.
+  std::size_t free_b = 0, total_b = 0;
+  CK(cudaMemGetInfo(&free_b, &total_b));
+  void* hog = nullptr;
+  const std::size_t keep = std::size_t(64) << 20;
+  REQUIRE(free_b > keep);
+  CK(cudaMalloc(&hog, free_b - keep));
+  const std::vector<float> host(std::size_t(64) << 20, 1.0f);
+  auto reducer = xr::make_reducer("cuda");
+  try {
+    reducer->reduce(host, Op::Sum);
+    FAIL("a 256 MiB input fitted in 64 MiB of free device memory");
+  } catch (const xr::DeviceError& e) {
+    CHECK(e.code_name() == "cudaErrorMemoryAllocation");
+    CHECK(std::string(e.what()).find("cudaErrorMemoryAllocation") != std::string::npos);
+  }
+  CK(cudaFree(hog));
+  // The device is usable again afterwards.
+  CHECK(reducer->reduce(host, Op::Sum).value.as<double>() == double(host.size()));
+}
+
 TEST_CASE("auto at n = 2^31 + 5 (64-bit indexing)") {
   const u64 n = (u64(1) << 31) + 5;
   std::size_t free_b = 0, total_b = 0;
