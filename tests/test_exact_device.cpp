@@ -1,26 +1,29 @@
-// Exact mode (RunOptions::exact) on the OpenMP and CUDA backends: every result must have the
-// bits of xr::ExactSum on the host (itself checked against GNU MPFR in test_exact.cpp), for
-// every thread count, block size and grid. CUDA cases skip (with a message) when no CUDA
-// device is usable; the OpenMP cases run everywhere.
+// Exact mode (RunOptions::exact) on every backend: every result must have the bits of
+// xr::ExactSum on the host (itself checked against GNU MPFR in test_exact.cpp), for every
+// thread count, block size and grid. The device cases (CUDA, OpenCL) skip with a message where
+// the backend has no usable device; the OpenMP cases run everywhere.
 #include <doctest/doctest.h>
 
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <algorithm>
-#include <new>
-#include <span>
+#include <cstring>
 #include <limits>
+#include <new>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "exact_inputs.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/exact.hpp"
 #include "xreduce/reducer.hpp"
 #include "xreduce/registry.hpp"
+
+using namespace xr::test_inputs;
 
 namespace {
 
@@ -31,18 +34,6 @@ template <class T> T host_exact(const T* x, std::size_t n) {
   acc.add(x, n);
   if constexpr (sizeof(T) == 4) return acc.to_float();
   else return acc.to_double();
-}
-
-template <class T> auto bits(T x) {
-  std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t> b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-
-// Same bits, NaNs of any payload equal (ExactSum returns the default quiet NaN anyway).
-template <class T> bool same_bits(T a, T b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  return bits(a) == bits(b);
 }
 
 // The launch shapes each backend is run with: OpenMP thread counts; CUDA block sizes and grids.
@@ -105,33 +96,6 @@ void expect_exact(xr::Reducer& r, const std::string& backend, const std::vector<
                  << describe(o) << "): got " << got << ", want " << want);
     CHECK(same_bits(got, want));
   }
-}
-
-template <class T> T from_bits(std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t> b) {
-  T x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
-
-// Random finite values of any exponent (random bit patterns, inf/NaN redrawn).
-template <class T> std::vector<T> random_bits(std::size_t n, std::mt19937_64& g) {
-  std::vector<T> v(n);
-  for (auto& x : v) {
-    do {
-      x = from_bits<T>(static_cast<decltype(bits(T{}))>(g()));
-    } while (!std::isfinite(x));
-  }
-  return v;
-}
-
-// Values whose exponents lie within `span` binades below 2^top, full random significands and
-// signs: exercises the window edges of the fast front ends.
-template <class T> std::vector<T> exponent_band(std::size_t n, int top, int span, std::mt19937_64& g) {
-  std::vector<T> v(n);
-  std::uniform_int_distribution<int> e(top - span, top);
-  std::uniform_real_distribution<T> m(T(1), T(2));
-  for (auto& x : v) x = std::ldexp(m(g), e(g) - 1) * ((g() & 1) ? T(1) : T(-1));
-  return v;
 }
 
 template <class T> void special_values(xr::Reducer& r, const std::string& b) {

@@ -26,6 +26,7 @@
 #include "targets.hpp"
 #include "xreduce/exact.hpp"
 #include "xreduce/opencl.hpp"
+#include "exact_inputs.hpp"
 #include "xreduce/xreduce.hpp"
 
 using namespace xr;
@@ -33,8 +34,9 @@ namespace od = xr::ocl::detail;
 using namespace xr::ocl_test;
 using u64 = std::uint64_t;
 
-namespace {
+using namespace xr::test_inputs;
 
+namespace {
 
 // The kernel variants a device can run: its own choice first, then the forced alternatives.
 struct Variant {
@@ -52,20 +54,6 @@ struct ForceVariant {
   ~ForceVariant() { od::set_exact_variant_for_testing(-1, -1); }
 };
 
-template <class T> auto bits(T x) {
-  std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t> b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-template <class T> T from_bits(decltype(bits(T{})) b) {
-  T x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
-template <class T> bool same_bits(T a, T b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  return bits(a) == bits(b);
-}
 template <class T> ExactSum host_state(const T* x, std::size_t n) {
   ExactSum acc;
   acc.add(x, n);
@@ -167,32 +155,6 @@ struct DeviceBuffer {
   }
   ~DeviceBuffer() { clReleaseMemObject(mem); }
 };
-
-template <class T> std::vector<T> random_bits(std::size_t n, std::mt19937_64& g) {
-  std::vector<T> v(n);
-  for (auto& x : v) {
-    do {
-      x = from_bits<T>(static_cast<decltype(bits(T{}))>(g()));
-    } while (!std::isfinite(x));
-  }
-  return v;
-}
-template <class T> std::vector<T> exponent_band(std::size_t n, int top, int span, std::mt19937_64& g) {
-  std::vector<T> v(n);
-  std::uniform_int_distribution<int> e(top - span, top);
-  std::uniform_real_distribution<T> m(T(1), T(2));
-  for (auto& x : v) x = std::ldexp(m(g), e(g) - 1) * ((g() & 1) ? T(1) : T(-1));
-  return v;
-}
-template <class T> std::vector<T> subnormals(std::size_t n, std::mt19937_64& g) {
-  const int mant = sizeof(T) == 4 ? 23 : 52;
-  std::vector<T> v(n);
-  for (auto& x : v) {
-    const auto m = static_cast<decltype(bits(T{}))>(g() & ((decltype(bits(T{})){1} << mant) - 1));
-    x = from_bits<T>(m) * ((g() & 1) ? T(1) : T(-1));
-  }
-  return v;
-}
 
 template <class T> void special_values(Target& t) {
   constexpr T inf = std::numeric_limits<T>::infinity();

@@ -23,11 +23,6 @@ std::atomic<int> g_force_atomics{-1};
 std::atomic<int> g_force_f32_int{-1};
 std::atomic<std::uint64_t> g_per_group{0};
 
-std::size_t floor_pow2(std::size_t x) {
-  std::size_t p = 1;
-  while (p * 2 <= x) p *= 2;
-  return p;
-}
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); }
 
 
@@ -78,16 +73,7 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
 
   // Work-group size: any the kernel allows (its local memory is static).
   const std::size_t limit = kernel_limit(main, caps, 0);
-  std::size_t local = 0;
-  if (opt.block_size) {
-    if (opt.block_size > limit)
-      throw InvalidArgument("opencl: work-group size " + std::to_string(opt.block_size) + " exceeds " +
-                            std::to_string(limit) + ", the most the exact kernel allows on " + caps.name +
-                            " (CL_KERNEL_WORK_GROUP_SIZE, CL_DEVICE_MAX_WORK_GROUP_SIZE)");
-    local = opt.block_size;
-  } else {
-    local = floor_pow2(std::min(kDefaultExactWorkGroup, limit));
-  }
+  const std::size_t local = choose_work_group(opt.block_size, limit, kDefaultExactWorkGroup, caps, "the exact kernel");
   // Grid: the rung's grid-stride grid or the one asked for, never more groups than tiles.
   const std::uint64_t tiles = ceil_div(rq.n, std::uint64_t{local} * kPerItemTile);
   // GPUs: twice the work-items a device can hold at once, so that the last wave is short even

@@ -166,6 +166,13 @@ struct MemGuard {
   }
 };
 
+std::size_t floor_pow2(std::size_t x);  // the largest power of two <= x (1 for 0)
+
+// The work-group size of a launch: the caller's (InvalidArgument naming `kernel` if above
+// `limit`), else the largest power of two up to min(preferred, limit).
+std::size_t choose_work_group(unsigned requested, std::size_t limit, std::size_t preferred, const DeviceCaps& caps,
+                              const char* kernel);
+
 // Records one timed repetition: with profiling, the device time of the chain's first `kernels`
 // events and of its last (the read of the result); without, the host clock's t0..t1 and t1..t2.
 void record_times(const EventChain& chain, std::size_t kernels, bool profiling,

@@ -129,6 +129,22 @@ double event_ms(cl_event e) {
   return end > start ? static_cast<double>(end - start) * 1e-6 : 0.0;
 }
 
+std::size_t floor_pow2(std::size_t x) {
+  std::size_t p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
+
+std::size_t choose_work_group(unsigned requested, std::size_t limit, std::size_t preferred, const DeviceCaps& caps,
+                              const char* kernel) {
+  if (!requested) return floor_pow2(std::min(preferred, limit));
+  if (requested > limit)
+    throw InvalidArgument("opencl: work-group size " + std::to_string(requested) + " exceeds " +
+                          std::to_string(limit) + ", the most " + kernel + " allows on " + caps.name +
+                          " (CL_KERNEL_WORK_GROUP_SIZE, CL_DEVICE_MAX_WORK_GROUP_SIZE, local memory)");
+  return requested;
+}
+
 void record_times(const EventChain& chain, std::size_t kernels, bool profiling,
                   std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1,
                   std::chrono::steady_clock::time_point t2, std::vector<double>& kernel_ms,
@@ -151,11 +167,6 @@ unsigned ceil_log2(std::uint64_t x) {
   unsigned d = 0;
   while ((std::uint64_t{1} << d) < x) ++d;
   return d;
-}
-std::size_t floor_pow2(std::size_t x) {
-  std::size_t p = 1;
-  while (p * 2 <= x) p *= 2;
-  return p;
 }
 
 constexpr std::size_t kDefaultWorkGroup = 256;
@@ -283,16 +294,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   CachedKernel& first = cached_kernel(context, device, kSource,
                                       program_options(rq.type, acc, rq.op, rung.k, rung.tree, finish, rung.contiguous(caps)), kKernel);
   const std::size_t limit = work_group_limit(first, caps, acc_bytes);
-  std::size_t local = 0;
-  if (opt.block_size) {
-    if (opt.block_size > limit)
-      throw InvalidArgument("opencl: work-group size " + std::to_string(opt.block_size) + " exceeds " +
-                            std::to_string(limit) + ", the most this kernel allows on " + caps.name +
-                            " (CL_KERNEL_WORK_GROUP_SIZE, CL_DEVICE_MAX_WORK_GROUP_SIZE, local memory)");
-    local = opt.block_size;
-  } else {
-    local = floor_pow2(std::min(kDefaultWorkGroup, limit));
-  }
+  const std::size_t local = choose_work_group(opt.block_size, limit, kDefaultWorkGroup, caps, "this kernel");
 
   // Roundings inside one work-item that reads `tiles_each` tiles: K accumulators of one
   // element per tile, then K - 1 combines (compile-time K); one accumulator (run-time K).
