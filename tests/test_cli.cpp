@@ -147,3 +147,19 @@ TEST_CASE("a backend asked for by name but unavailable exits 3") {
     CHECK(r.out.find(s.reason) != std::string::npos);
   }
 }
+
+TEST_CASE("--exact: bit-for-bit results, named as exact, and refused where it cannot apply") {
+  const Run r = cli("--backend omp --json --exact --type f64 --dist cancel --n 100003");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const auto j = nlohmann::json::parse(r.out).at(0);
+  CHECK(j.at("agrees").get<bool>());
+  CHECK(j.at("value").get<std::string>() == j.at("reference").get<std::string>());
+  CHECK(j.at("kernel").get<std::string>() == "auto:exact");
+  for (const char* args : {"--backend omp --exact --op prod --type f32", "--backend omp --exact --kernel clause"}) {
+    const Run bad = cli(args);
+    CHECK_MESSAGE(bad.code == 2, args, " -> ", bad.out);
+    CHECK_MESSAGE(one_error_line(bad.out), args, " -> ", bad.out);
+  }
+  // Integer sums are exact anyway: --exact changes nothing and is accepted by every kernel.
+  CHECK(cli("--backend omp --exact --type i32 --kernel clause --n 1000").code == 0);
+}
