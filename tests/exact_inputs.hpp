@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -59,6 +60,19 @@ template <class T> std::vector<T> subnormals(std::size_t n, std::mt19937_64& g) 
     x = from_bits<T>(m) * ((g() & 1) ? T(1) : T(-1));
   }
   return v;
+}
+
+// The special-value cases of exact mode: signed zeros, infinities, NaN, overflow and
+// cancellation at the top of the range.
+template <class T> std::vector<std::vector<T>> special_value_cases() {
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const T big = std::numeric_limits<T>::max();
+  return {
+      {},         {T(0)},       {T(-0.0)},   {T(-0.0), T(-0.0)}, {T(-0.0), T(0)},  {T(1), T(-1)},
+      {nan},      {inf},        {-inf},      {inf, -inf},        {inf, T(1), nan}, {-inf, big, big},
+      {big, big}, {-big, -big}, {big, big, -big},
+  };
 }
 
 }  // namespace xr::test_inputs

@@ -101,13 +101,7 @@ void expect_exact(xr::Reducer& r, const std::string& backend, const std::vector<
 template <class T> void special_values(xr::Reducer& r, const std::string& b) {
   constexpr T inf = std::numeric_limits<T>::infinity();
   const T nan = std::numeric_limits<T>::quiet_NaN();
-  const T big = std::numeric_limits<T>::max();
-  const std::vector<std::vector<T>> cases = {
-      {},          {T(0)},         {T(-0.0)},    {T(-0.0), T(-0.0)}, {T(-0.0), T(0)}, {T(1), T(-1)},
-      {nan},       {inf},          {-inf},       {inf, -inf},        {inf, T(1), nan}, {-inf, big, big},
-      {big, big},  {-big, -big},   {big, big, -big},
-  };
-  for (const auto& c : cases) expect_exact(r, b, c, "special values");
+  for (const auto& c : special_value_cases<T>()) expect_exact(r, b, c, "special values");
   // Specials and -0 inside long arrays (in the middle of a front end's chunk), and all -0.
   for (const T s : {nan, inf, -inf}) {
     std::vector<T> v(100003, T(0.25));

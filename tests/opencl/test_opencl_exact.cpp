@@ -159,13 +159,7 @@ struct DeviceBuffer {
 template <class T> void special_values(Target& t) {
   constexpr T inf = std::numeric_limits<T>::infinity();
   const T nan = std::numeric_limits<T>::quiet_NaN();
-  const T big = std::numeric_limits<T>::max();
-  const std::vector<std::vector<T>> cases = {
-      {},         {T(0)},        {T(-0.0)},   {T(-0.0), T(-0.0)}, {T(-0.0), T(0)},  {T(1), T(-1)},
-      {nan},      {inf},         {-inf},      {inf, -inf},        {inf, T(1), nan}, {-inf, big, big},
-      {big, big}, {-big, -big},  {big, big, -big},
-  };
-  for (const auto& c : cases) expect_exact(t, c, "special values");
+  for (const auto& c : special_value_cases<T>()) expect_exact(t, c, "special values");
   for (const T s : {nan, inf, -inf, -std::numeric_limits<T>::signaling_NaN()}) {
     std::vector<T> v(30003, T(0.25));
     v[15001] = s;
