@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cmath>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -43,12 +45,15 @@ struct Args {
   bool json = false;
   bool list = false;
   bool exact = false;
+  std::string device_mem_limit;  // "256M"; empty: no limit
+  std::string chunk;             // elements per streamed chunk; empty: the default
+  std::string host_path = "auto";
 };
 
 // "16777216", "16M", "16Mi", "2^24", "1e6", "64K": a count of elements.
-std::uint64_t parse_count(const std::string& text) {
+std::uint64_t parse_count(const std::string& text, const std::string& option) {
   const auto bad = [&]() -> std::uint64_t {
-    throw InvalidArgument("--n: cannot read '" + text + "' as a count (examples: 16777216, 16M, 2^24, 1e6)");
+    throw InvalidArgument(option + ": cannot read '" + text + "' as a count (examples: 16777216, 16M, 2^24, 1e6)");
   };
   if (text.empty()) return bad();
   if (const auto caret = text.find('^'); caret != std::string::npos) {
@@ -63,7 +68,7 @@ std::uint64_t parse_count(const std::string& text) {
       return bad();
     }
     long double v = std::pow(static_cast<long double>(base), static_cast<long double>(exp));
-    if (v > 1.8e19L) throw InvalidArgument("--n: " + text + " is too large");
+    if (v > 1.8e19L) throw InvalidArgument(option + ": " + text + " is too large");
     return static_cast<std::uint64_t>(v);
   }
   std::string digits = text;
@@ -73,7 +78,7 @@ std::uint64_t parse_count(const std::string& text) {
     scale = last == 'K' ? 1024.0L : last == 'M' ? 1048576.0L : last == 'G' ? 1073741824.0L : 1099511627776.0L;
     digits.pop_back();
   } else if (digits.size() > 2 && (digits.ends_with("Ki") || digits.ends_with("Mi") || digits.ends_with("Gi"))) {
-    return parse_count(digits.substr(0, digits.size() - 1));
+    return parse_count(digits.substr(0, digits.size() - 1), option);
   }
   long double v = 0;
   try {
@@ -84,7 +89,7 @@ std::uint64_t parse_count(const std::string& text) {
     return bad();
   }
   v *= scale;
-  if (!(v >= 0) || v > 1.8e19L || v != std::floor(v)) throw InvalidArgument("--n: '" + text + "' is not a whole count");
+  if (!(v >= 0) || v > 1.8e19L || v != std::floor(v)) throw InvalidArgument(option + ": '" + text + "' is not a whole count");
   return static_cast<std::uint64_t>(v);
 }
 
@@ -93,6 +98,7 @@ class Progress {
  public:
   explicit Progress(bool enabled) : on_(enabled && isatty(STDERR_FILENO)) {}
   ~Progress() { clear(); }
+  bool on() const { return on_; }
   void show(const std::string& text) {
     if (on_) std::cerr << "\r\033[K" << text << std::flush;
   }
@@ -102,6 +108,29 @@ class Progress {
 
  private:
   bool on_;
+};
+
+// A streamed source that shows "label: 1.2 GiB of 4.0 GiB (30%)" at most five times a second.
+class SourceProgress {
+ public:
+  SourceProgress(ChunkSource& inner, std::string label)
+      : label_(std::move(label)),
+        source_(inner, [this](std::uint64_t done, std::uint64_t total) { report(done, total); }) {}
+  ChunkSource& source() { return source_; }
+
+ private:
+  void report(std::uint64_t done, std::uint64_t total) {
+    if (!progress_.on()) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total && now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    progress_.show(label_ + ": " + format_bytes(done) + " of " + format_bytes(total) + " (" +
+                   std::to_string(total ? done * 100 / total : 100) + "%)");
+  }
+  std::string label_;
+  Progress progress_{true};
+  std::chrono::steady_clock::time_point last_{};
+  ProgressSource source_;
 };
 
 struct Row {
@@ -115,7 +144,8 @@ json to_json(const Row& row, const Reference& ref) {
   json j = {{"backend", r.backend}, {"device", r.device}, {"kernel", r.kernel}, {"op", to_string(r.op)},
             {"type", to_string(r.type)}, {"n", r.n}, {"finish", r.finish}, {"launches", r.launches},
             {"repeats", r.repeats}, {"kernel_ms", r.kernel_ms}, {"transfer_ms", r.transfer_ms},
-            {"bytes_per_s", r.bytes_per_s}, {"rounding_depth", r.rounding_depth}};
+            {"bytes_per_s", r.bytes_per_s}, {"rounding_depth", r.rounding_depth}, {"total_ms", r.total_ms},
+            {"chunks", r.chunks}, {"path", r.path}};
   if (row.kind == KernelKind::Probe) {
     j["probe"] = true;
     return j;
@@ -147,11 +177,23 @@ class App {
     options_.coarsening = args_.coarsening;
     options_.threads = args_.threads;
     options_.exact = args_.exact;
+    if (!args_.device_mem_limit.empty()) options_.device_mem_limit = parse_bytes(args_.device_mem_limit);
+    if (!args_.chunk.empty()) options_.chunk_elements = parse_count(args_.chunk, "--chunk");
+    if (options_.chunk_elements == 0 && !args_.chunk.empty()) throw InvalidArgument("--chunk: must be at least 1");
+    // The ladder studies kernels: its input is copied to the device once (unless asked otherwise).
+    options_.host_path = args_.host_path == "resident" || (args_.host_path == "auto" && args_.kernel == "all")
+                             ? HostPath::Resident
+                             : HostPath::Stream;
     op_ = parse_op(args_.op);
     load_input();
     if (args_.kernel != "list") {
-      require_value_exists(op_, input_.size());
-      reference_ = reference_reduce(input_.view(), op_, options_.accumulator);
+      require_value_exists(op_, n_);
+      if (file_) {
+        SourceProgress progress(*file_, "reference: reading " + args_.input);
+        reference_ = reference_reduce(progress.source(), op_, options_.accumulator);
+      } else {
+        reference_ = reference_reduce(input_.view(), op_, options_.accumulator);
+      }
     }
 
     const auto names = selected_backends();
@@ -194,7 +236,10 @@ class App {
   Args args_;
   RunOptions options_;
   Op op_ = Op::Sum;
-  HostBuffer input_;
+  HostBuffer input_;                  // the input, unless it streams from file_
+  std::unique_ptr<FileSource> file_;  // a raw or .npy file streamed chunk by chunk
+  std::uint64_t n_ = 0;
+  DType type_ = DType::F32;
   Reference reference_;
   std::vector<Row> all_rows_;
   std::vector<std::string> notes_;
@@ -203,12 +248,32 @@ class App {
     std::optional<DType> type;
     if (args_.type) type = parse_dtype(*args_.type);
     if (!args_.input.empty()) {
-      input_ = load_file(args_.input, type, parse_file_format(args_.format));
+      const FileFormat format = parse_file_format(args_.format);
+      // Raw and .npy files stream (memory stays bounded), except into the ladder, whose rungs
+      // each need the whole input; text files are parsed whole.
+      bool stream = args_.kernel != "all";
+      if (stream) {
+        try {
+          file_ = std::make_unique<FileSource>(args_.input, type, format);
+        } catch (const InvalidArgument&) {  // a text file: no fixed layout
+          stream = false;
+        }
+      }
+      if (file_) {
+        n_ = file_->size();
+        type_ = file_->type();
+      } else {
+        input_ = load_file(args_.input, type, format);
+      }
       source_ = args_.input;
     } else {
-      const std::uint64_t n = parse_count(args_.n_text);
+      const std::uint64_t n = parse_count(args_.n_text, "--n");
       input_ = generate(type.value_or(DType::F32), n, parse_dist(args_.dist), args_.seed);
       source_ = std::string(to_string(parse_dist(args_.dist))) + ", seed " + std::to_string(args_.seed);
+    }
+    if (!file_) {
+      n_ = input_.size();
+      type_ = input_.type();
     }
   }
   std::string source_;
@@ -225,7 +290,13 @@ class App {
     progress.show(reducer.backend() + ": " + k.name + ", " + std::to_string(options_.repeat) + " runs");
     Row row;
     row.kind = k.kind;
-    row.result = reducer.reduce(input_.view(), op_, options_);
+    if (file_) {
+      progress.clear();
+      SourceProgress streamed(*file_, reducer.backend() + ": " + args_.input);
+      row.result = reducer.reduce(streamed.source(), op_, options_);
+    } else {
+      row.result = reducer.reduce(input_.view(), op_, options_);
+    }
     if (k.kind != KernelKind::Probe) row.agreement = check_result(row.result, reference_, options_.exact);
     return {row};
   }
@@ -270,7 +341,7 @@ class App {
 
   std::string header_line(const Result& r) const {
     return r.backend + " on " + r.device + ": " + std::string(to_string(op_)) + " of " +
-           std::to_string(input_.size()) + " " + std::string(to_string(input_.type())) + " (" + source_ + "), median of " +
+           std::to_string(n_) + " " + std::string(to_string(type_)) + " (" + source_ + "), median of " +
            std::to_string(options_.repeat) + " after " + std::to_string(options_.warmup) + " warm-up";
   }
 
@@ -307,18 +378,24 @@ class App {
   }
 
   void print_summary() const {
-    std::cout << std::string(to_string(op_)) << " of " << input_.size() << " " << to_string(input_.type()) << " ("
+    std::cout << std::string(to_string(op_)) << " of " << n_ << " " << to_string(type_) << " ("
               << source_ << "); reference " << reference_.value.to_string() << "; median of " << options_.repeat
               << " runs\n";
-    cli::Table t({"backend", "device", "kernel", "value", "agrees", "time ms", "GB/s", "transfer ms"});
+    cli::Table t({"backend", "device", "kernel", "value", "agrees", "time ms", "transfer ms", "total ms", "GB/s",
+                  "chunks"});
+    bool streamed = false;
     for (const auto& row : all_rows_) {
       const Result& r = row.result;
       const bool probe = row.kind == KernelKind::Probe;
+      streamed = streamed || r.total_ms > 0;
       t.add({r.backend, r.device, r.kernel, probe ? "-" : r.value.to_string(),
-             probe ? "-" : (row.agreement.ok ? "yes" : "NO: " + row.agreement.detail), ms(r), gbps(r),
-             cli::fixed(r.transfer_ms, 3)});
+             probe ? "-" : (row.agreement.ok ? "yes" : "NO: " + row.agreement.detail), ms(r),
+             cli::fixed(r.transfer_ms, 3), r.total_ms > 0 ? cli::fixed(r.total_ms, 3) : "-", gbps(r),
+             std::to_string(r.chunks)});
     }
     t.print(std::cout);
+    if (streamed)
+      std::cout << "streamed rows: GB/s is end to end (total ms: host data to value); time ms is the kernels' share\n";
   }
 
   void print_kernels(const Reducer& reducer) const {
@@ -388,6 +465,14 @@ int main(int argc, char** argv) {
   cli.add_option("--device,-d", a.device, "device index, or a name substring (OpenCL)");
   cli.add_flag("--exact", a.exact,
                "f32/f64 sums: the correctly rounded exact sum, compared bit for bit (ulps shown when not)");
+  cli.add_option("--device-mem-limit", a.device_mem_limit,
+                 "device memory the host path may hold for input chunks: 256M, 1G (forces many chunks)");
+  cli.add_option("--chunk", a.chunk, "elements per streamed chunk (default: 64 MiB of them)");
+  cli.add_option("--host-path", a.host_path,
+                 "host data on CUDA/OpenCL: stream (pipelined chunks), resident (copy once, time the kernels), or "
+                 "auto (resident for --kernel all, else stream)")
+      ->check(CLI::IsMember({"auto", "stream", "resident"}))
+      ->capture_default_str();
   cli.add_flag("--json", a.json, "print results as JSON");
   cli.add_flag("--list", a.list, "list backends and devices, and why any is unavailable");
   try {

@@ -4,12 +4,16 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -168,6 +172,159 @@ TEST_CASE("kernels() describes a usable ladder") {
   }
   CHECK(has_auto);
   CHECK_THROWS_WITH_AS(r->kernel("no_such_rung"), doctest::Contains("known:"), InvalidArgument);
+}
+
+
+// ---- streamed inputs (HostPath::Stream, Reducer::reduce(ChunkSource&)) -------------------------
+
+namespace {
+
+// A host array that hides its memory, so that every backend reads it chunk by chunk, as it
+// reads a file (host backends otherwise reduce host memory in place).
+class HiddenArray final : public ChunkSource {
+ public:
+  explicit HiddenArray(HostArray a) : inner_(a) {}
+  DType type() const override { return inner_.type(); }
+  std::uint64_t size() const override { return inner_.size(); }
+  std::string name() const override { return "hidden host array"; }
+  void read(std::uint64_t first, std::uint64_t count, void* dst) override {
+    ++reads;
+    inner_.read(first, count, dst);
+  }
+  int reads = 0;
+
+ private:
+  ArraySource inner_;
+};
+
+// Integers, min and max must equal the unchunked result bit for bit; float sums and products
+// must stay within the bound of their rounding depth; exact sums must equal the reference.
+void expect_same_as_whole(const Result& chunked, const Result& whole, const Reference& ref, bool exact,
+                          const std::string& what) {
+  const Agreement a = check_result(chunked, ref, exact);
+  CHECK_MESSAGE(a.ok, what, ": ", a.detail);
+  const bool rounding = is_float(chunked.type) && (chunked.op == Op::Sum || chunked.op == Op::Prod) && !exact;
+  if (!rounding)
+    CHECK_MESSAGE(chunked.value.same_bits(whole.value), what, ": chunked ", chunked.value.to_string(), " vs whole ",
+                  whole.value.to_string());
+}
+
+RunOptions whole_options(bool exact) {
+  RunOptions o;
+  o.exact = exact;
+  o.host_path = HostPath::Resident;  // device backends: one copy, one reduction; host: in place
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("streamed chunks: boundaries at awkward places, last chunks of one element, misaligned starts") {
+  auto r = reducer();
+  const KernelInfo autok = r->kernel("auto");
+  // (n, elements per chunk): one chunk of one element, chunks that do not divide n, a last
+  // chunk of one element, a chunk larger than n, and many chunks.
+  const std::pair<std::uint64_t, std::uint64_t> cases[] = {
+      {1, 1}, {7, 1}, {7, 3}, {1000, 7}, {4097, 1000}, {4097, 4096}, {100003, 4096}, {100003, 100003}, {100003, 100004}};
+  for (DType t : all_dtypes) {
+    for (Op op : all_ops) {
+      if (!autok.supports(op, t)) continue;
+      for (const auto& [n, chunk] : cases) {
+        // One element of padding in front: every chunk starts one element past where it would.
+        const HostBuffer padded = generate(t, n + 1, dist_for(op), n * 7 + static_cast<int>(t));
+        const HostArray view{static_cast<const unsigned char*>(padded.view().data) + size_of(t), n, t};
+        const Reference ref = reference_reduce(view, op);
+        for (bool exact : {false, true}) {
+          if (exact && !exact_applies(op, t)) continue;
+          const Result whole = r->reduce(view, op, whole_options(exact));
+          RunOptions o;
+          o.exact = exact;
+          o.chunk_elements = chunk;
+          HiddenArray hidden(view);
+          const std::string what = g_backend + " " + std::string(to_string(op)) + " " + std::string(to_string(t)) +
+                                   " n=" + std::to_string(n) + " chunk=" + std::to_string(chunk) +
+                                   (exact ? " exact" : "");
+          const Result streamed = r->reduce(hidden, op, o);
+          const std::uint64_t chunks = (n + chunk - 1) / chunk;
+          CHECK_MESSAGE(streamed.chunks == chunks, what);
+          CHECK_MESSAGE(hidden.reads == static_cast<int>(chunks), what, ": each element read once");
+          CHECK(streamed.n == n);
+          CHECK(streamed.total_ms > 0);
+          CHECK(streamed.path.rfind("stream: ", 0) == 0);
+          expect_same_as_whole(streamed, whole, ref, exact, what);
+          // A host array itself: device backends stream it through their pipeline.
+          expect_same_as_whole(r->reduce(view, op, o), whole, ref, exact, what + " (host array)");
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("streamed chunks: repeats reread the source, and a 64 KiB device memory limit forces many chunks") {
+  auto r = reducer();
+  const HostBuffer x = generate(DType::I32, 300007, Dist::Uniform, 5);
+  const Reference ref = reference_reduce(x.view(), Op::Sum);
+  RunOptions o;
+  o.device_mem_limit = 64 << 10;
+  o.warmup = 1;
+  o.repeat = 3;
+  HiddenArray hidden(x.view());
+  const Result res = r->reduce(hidden, Op::Sum, o);
+  CHECK(check_result(res, ref).ok);
+  CHECK(res.repeats == 3);
+  const bool device = g_backend != "omp";
+  // Device backends: 3 slots of (64 KiB / 3) bytes; the host backend ignores the device limit.
+  const std::uint64_t per_chunk = device ? (64u << 10) / 3 / 4 : 300007;
+  CHECK(res.chunks == (300007 + per_chunk - 1) / per_chunk);
+  CHECK(hidden.reads == 4 * static_cast<int>(res.chunks));
+  if (device) {
+    RunOptions resident = o;
+    resident.host_path = HostPath::Resident;
+    CHECK_THROWS_WITH_AS(r->reduce(x.view(), Op::Sum, resident), doctest::Contains("does not fit the device memory limit"),
+                         InvalidArgument);
+    RunOptions tiny;
+    tiny.device_mem_limit = 8;
+    CHECK_THROWS_WITH_AS(r->reduce(x.view(), Op::Sum, tiny), doctest::Contains("cannot hold 3 chunks"), InvalidArgument);
+    RunOptions too_big;
+    too_big.device_mem_limit = 1 << 20;
+    too_big.chunk_elements = 1 << 20;
+    CHECK_THROWS_WITH_AS(r->reduce(x.view(), Op::Sum, too_big), doctest::Contains("more than the device memory limit"),
+                         InvalidArgument);
+  }
+}
+
+TEST_CASE("streamed files: raw and .npy files equal the data in memory; a file that shrinks names the byte") {
+  namespace fs = std::filesystem;
+  auto r = reducer();
+  const fs::path dir = fs::temp_directory_path() / ("xr_stream_" + g_backend + "_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const HostBuffer x = generate(DType::F64, 250001, Dist::Normal, 8);
+  const std::string npy = (dir / "x.npy").string(), raw = (dir / "x.f64").string();
+  save_npy(npy, x.view());
+  save_raw(raw, x.view());
+  RunOptions o;
+  o.chunk_elements = 65536;  // 4 chunks, the last of 53,393 elements
+  o.exact = true;
+  const Reference ref = reference_reduce(x.view(), Op::Sum);
+  for (const auto& [path, type] : {std::pair{npy, std::optional<DType>{}}, std::pair{raw, std::optional{DType::F64}}}) {
+    FileSource file(path, type);
+    CHECK(file.size() == x.size());
+    const Result res = r->reduce(file, Op::Sum, o);
+    CHECK_MESSAGE(res.value.same_bits(ref.value), path, ": ", res.value.to_string());
+    CHECK(res.chunks == 4);
+    CHECK(reference_reduce(file, Op::Max).value.same_bits(reference_reduce(x.view(), Op::Max).value));
+    CHECK(r->reduce(file, Op::Max, o).value.same_bits(reference_reduce(x.view(), Op::Max).value));
+  }
+  // The file loses its last 1000 bytes after it was opened: the third chunk still reads, the
+  // fourth stops where the file now ends.
+  FileSource file(npy);
+  const std::uint64_t size = fs::file_size(npy);
+  fs::resize_file(npy, size - 1000);
+  const std::string message =
+      "truncated: ends at byte " + std::to_string(size - 1000) + ", expected " + std::to_string(size) + " bytes";
+  CHECK_THROWS_WITH_AS(r->reduce(file, Op::Sum, o), doctest::Contains(message.c_str()), InputError);
+  // The reducer is usable afterwards.
+  CHECK(check_result(r->reduce(x.view(), Op::Sum), ref).ok);
+  fs::remove_all(dir);
 }
 
 int main(int argc, char** argv) {

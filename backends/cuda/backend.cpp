@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "check.hpp"
 #include "exact_sum.hpp"
 #include "xreduce/exact.hpp"
+#include "host_stream.hpp"
 #include "ladder.hpp"
 #include "xreduce/cuda.hpp"
 #include "xreduce/error.hpp"
@@ -50,16 +52,7 @@ void require_aligned(const void* p, std::size_t align, const char* what) {
                           std::to_string(align) + " bytes");
 }
 
-// Everything one reduction needs, checked.
-struct Prepared {
-  const RungEntry* entry = nullptr;
-  RunFn fn = nullptr;
-  Launch launch;
-  Op op = Op::Sum;
-  DType type = DType::F32;
-  DType result_type = DType::I64;
-  bool exact = false;  // an f32/f64 sum in exact mode: cu_exact instead of fn
-};
+}  // namespace
 
 Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType type, Op op,
                  const RunOptions& opt, void* out) {
@@ -88,6 +81,8 @@ Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType ty
   p.launch.caps = &ds.caps();
   return p;
 }
+
+namespace {
 
 float elapsed_ms(Workspace& ws) {
   check(cudaEventSynchronize(ws.stop_event()), "cudaEventSynchronize");
@@ -179,7 +174,8 @@ void fill_request(Result& r, u64 n, Op op, DType type) {
   r.n = n;
   r.op = op;
   r.type = type;
-  r.bytes_per_s = r.kernel_ms > 0 ? double(n) * double(size_of(type)) / (r.kernel_ms * 1e-3) : 0;
+  const double ms = r.total_ms > 0 ? r.total_ms : r.kernel_ms;  // streamed: end to end
+  r.bytes_per_s = ms > 0 ? double(n) * double(size_of(type)) / (ms * 1e-3) : 0;
   // A float product's every multiplication rounds the whole product, whatever the order: its
   // error grows with n - 1, not with the chain length.
   if (op == Op::Prod) r.rounding_depth = std::max<std::uint64_t>(r.rounding_depth, n);
@@ -209,6 +205,7 @@ class CudaReducer final : public Reducer {
     int previous = 0;
     if (cudaGetDevice(&previous) != cudaSuccess) return;
     cudaSetDevice(device_);
+    streamer_.reset();
     state_->release(stream_);
     if (input_) cudaFree(input_);
     cudaStreamDestroy(stream_);
@@ -222,11 +219,18 @@ class CudaReducer final : public Reducer {
 
  protected:
   Result run(HostArray in, Op op, const RunOptions& options, const KernelInfo& kernel) override {
+    if (options.host_path == HostPath::Stream && in.n > 0) {
+      ArraySource source(in);
+      return run_stream(source, op, options, kernel);
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     DeviceGuard guard(device_);
     RunOptions opt = options;
     opt.kernel = kernel.name;
     const std::size_t bytes = std::size_t(in.n) * size_of(in.type);
+    if (opt.device_mem_limit && bytes > opt.device_mem_limit)
+      throw InvalidArgument("cuda: a resident input of " + format_bytes(bytes) + " does not fit the device memory limit of " +
+                            format_bytes(opt.device_mem_limit) + " (the streamed host path takes any size)");
     if (bytes > input_bytes_) {
       if (input_) check(cudaFree(input_), "cudaFree (input buffer)");
       input_ = nullptr;
@@ -245,7 +249,28 @@ class CudaReducer final : public Reducer {
     const Prepared p = prepare(*state_, *ws_, input_, in.n, in.type, op, opt, ws_->result_slot());
     Result r = run_timed(*state_, *ws_, p, opt);
     r.transfer_ms += h2d_ms;
+    r.path = "resident";
     fill_request(r, in.n, op, in.type);
+    return r;
+  }
+
+  Result run_stream(ChunkSource& source, Op op, const RunOptions& options, const KernelInfo& kernel) override {
+    const HostArray whole{source.memory(), source.size(), source.type()};
+    if (source.size() == 0 || options.host_path == HostPath::Resident) {
+      if (source.size() && !whole.data)
+        throw InvalidArgument("cuda: host_path Resident needs the input in host memory; " + source.name() +
+                              " streams");
+      RunOptions resident = options;
+      resident.host_path = HostPath::Resident;
+      return run(whole, op, resident, kernel);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    DeviceGuard guard(device_);
+    RunOptions opt = options;
+    opt.kernel = kernel.name;
+    if (!streamer_) streamer_ = std::make_unique<HostStreamer>(*state_, *ws_);
+    Result r = streamer_->run(source, op, opt);
+    fill_request(r, source.size(), op, source.type());
     return r;
   }
 
@@ -256,6 +281,7 @@ class CudaReducer final : public Reducer {
   Workspace* ws_ = nullptr;
   void* input_ = nullptr;
   std::size_t input_bytes_ = 0;
+  std::unique_ptr<HostStreamer> streamer_;  // the streamed host path, created on first use
   std::mutex mutex_;
 };
 

@@ -9,11 +9,12 @@
 #include <string>
 
 #include "xreduce/error.hpp"
+#include "xreduce/types.hpp"
 
 namespace xr::cu::detail {
 
 std::string error_name(cudaError_t e);
-std::string format_bytes(std::uint64_t bytes);  // "8.0 GiB", "512 B"
+using xr::format_bytes;
 
 [[noreturn]] void throw_cuda(cudaError_t e, const std::string& what);
 

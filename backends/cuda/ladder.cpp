@@ -17,15 +17,6 @@ std::string error_name(cudaError_t e) {
   return n ? n : ("cudaError " + std::to_string(static_cast<int>(e)));
 }
 
-std::string format_bytes(std::uint64_t bytes) {
-  char buf[64];
-  if (bytes >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(1ull << 30));
-  else if (bytes >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1ull << 20));
-  else if (bytes >= (1ull << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / double(1ull << 10));
-  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  return buf;
-}
-
 void throw_cuda(cudaError_t e, const std::string& what) {
   cudaGetLastError();  // clear a non-sticky error so it is not reported again by a later check
   const char* s = cudaGetErrorString(e);

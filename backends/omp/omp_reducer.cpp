@@ -165,15 +165,19 @@ KernelInfo exact_capable(KernelInfo k) {
 
 // Exact mode (f32/f64 sums): per-thread exact window sums feeding ExactSum superaccumulators,
 // merged in thread order, rounded once (docs/exact.md).
+ExactSum::Raw exact_state(HostArray in, int threads) {
+  return in.type == DType::F32 ? omp_exact::sum(static_cast<const float*>(in.data), in.n, threads)
+                               : omp_exact::sum(static_cast<const double*>(in.data), in.n, threads);
+}
+
 Outcome exact_sum(HostArray in, int threads) {
-  if (in.type == DType::F32) {
-    ExactSum acc;
-    acc.merge_raw(omp_exact::sum(static_cast<const float*>(in.data), in.n, threads));
-    return {Scalar::of<float>(acc.to_float()), 1};
-  }
   ExactSum acc;
-  acc.merge_raw(omp_exact::sum(static_cast<const double*>(in.data), in.n, threads));
-  return {Scalar::of<double>(acc.to_double()), 1};
+  acc.merge_raw(exact_state(in, threads));
+  return {in.type == DType::F32 ? Scalar::of<float>(acc.to_float()) : Scalar::of<double>(acc.to_double()), 1};
+}
+
+int thread_count(const RunOptions& options) {
+  return options.threads ? static_cast<int>(options.threads) : omp_get_max_threads();
 }
 
 const std::vector<Rung>& rungs() {
@@ -222,7 +226,7 @@ class OmpReducer final : public Reducer {
     const Rung* rung = nullptr;
     for (const auto& r : rungs())
       if (r.info.name == kernel.name) rung = &r;
-    const int threads = options.threads ? static_cast<int>(options.threads) : omp_get_max_threads();
+    const int threads = thread_count(options);
     const bool exact = options.exact && exact_applies(op, in.type) && kernel.exact;
     Outcome out{};
     std::vector<double> ms;
@@ -245,6 +249,10 @@ class OmpReducer final : public Reducer {
     r.bytes_per_s = r.kernel_ms > 0 ? static_cast<double>(in.n * size_of(in.type)) / (r.kernel_ms * 1e-3) : 0;
     r.rounding_depth = out.rounding_depth;
     return r;
+  }
+
+  ExactSum::Raw run_exact_state(HostArray in, const RunOptions& options, const KernelInfo&) override {
+    return exact_state(in, thread_count(options));
   }
 };
 

@@ -56,7 +56,8 @@ void read_exact(std::FILE* f, void* dst, std::uint64_t bytes, std::uint64_t offs
 
 std::string type_text(DType t) { return std::string(to_string(t)); }
 
-HostBuffer load_raw(const std::string& path, std::optional<DType> type) {
+// Where the elements of a raw file lie; the size must be a whole number of elements.
+FileLayout raw_layout(const std::string& path, std::optional<DType> type) {
   if (!type) fail(path, "raw binary input needs an element type (--type i32|i64|f32|f64)");
   File f = open_file(path, "rb");
   const std::uint64_t size = file_size(f.get(), path);
@@ -64,9 +65,7 @@ HostBuffer load_raw(const std::string& path, std::optional<DType> type) {
   if (size % elem != 0)
     fail(path, "size " + std::to_string(size) + " bytes is not a multiple of the " + std::to_string(elem) +
                    "-byte " + type_text(*type) + " element (" + std::to_string(size % elem) + " bytes left over)");
-  HostBuffer buf(*type, size / elem);
-  read_exact(f.get(), buf.data(), size, 0, path);
-  return buf;
+  return {FileFormat::Raw, *type, size / elem, 0, size};
 }
 
 // The value of key `key` in a .npy header dict, e.g. "'<f4'" or "(3, 4)".
@@ -84,7 +83,8 @@ std::string npy_field(const std::string& header, const std::string& key, const s
   return header.substr(pos, end - pos + (close == ',' ? 0 : 1));
 }
 
-HostBuffer load_npy(const std::string& path, std::optional<DType> type) {
+// Where the elements of a .npy file lie, from its header, checked against the file's size.
+FileLayout npy_layout(const std::string& path, std::optional<DType> type) {
   File f = open_file(path, "rb");
   const std::uint64_t size = file_size(f.get(), path);
   unsigned char pre[12];
@@ -133,12 +133,19 @@ HostBuffer load_npy(const std::string& path, std::optional<DType> type) {
   const std::uint64_t data_at = header_at + header_len;
   const std::uint64_t want = n * size_of(*file_type);
   if (size - data_at < want)
-    fail(path, "truncated: header says " + std::to_string(n) + " elements (" + std::to_string(want) +
-                   " bytes) but " + std::to_string(size - data_at) + " bytes follow the header");
+    fail(path, "truncated: ends at byte " + std::to_string(size) + "; the header says " + std::to_string(n) +
+                   " elements, which need bytes " + std::to_string(data_at) + " to " + std::to_string(data_at + want));
   if (size - data_at > want)
     fail(path, std::to_string(size - data_at - want) + " unexpected bytes after the " + std::to_string(n) + " elements");
-  HostBuffer buf(*file_type, n);
-  read_exact(f.get(), buf.data(), want, data_at, path);
+  return {FileFormat::Npy, *file_type, n, data_at, size};
+}
+
+HostBuffer load_layout(const std::string& path, const FileLayout& layout) {
+  File f = open_file(path, "rb");
+  if (layout.data_offset && std::fseek(f.get(), static_cast<long>(layout.data_offset), SEEK_SET) != 0)
+    fail(path, "cannot seek to byte " + std::to_string(layout.data_offset) + ": " + std::strerror(errno));
+  HostBuffer buf(layout.type, layout.n);
+  read_exact(f.get(), buf.data(), layout.n * size_of(layout.type), layout.data_offset, path);
   return buf;
 }
 
@@ -214,18 +221,27 @@ FileFormat parse_file_format(std::string_view text) {
   throw InvalidArgument("unknown file format '" + std::string(text) + "' (expected auto, raw, npy or text)");
 }
 
+FileFormat resolve_format(const std::string& path, FileFormat format) {
+  if (format != FileFormat::Auto) return format;
+  if (has_npy_magic(path)) return FileFormat::Npy;
+  if (ends_with(path, ".npy")) return FileFormat::Npy;  // reports the bad magic
+  if (ends_with(path, ".txt") || ends_with(path, ".csv")) return FileFormat::Text;
+  return FileFormat::Raw;
+}
+
+FileLayout inspect_file(const std::string& path, std::optional<DType> type, FileFormat format) {
+  switch (resolve_format(path, format)) {
+    case FileFormat::Npy: return npy_layout(path, type);
+    case FileFormat::Text:
+      throw InvalidArgument(path + ": a text file has no fixed layout (parse it whole with load_file)");
+    default: return raw_layout(path, type);
+  }
+}
+
 HostBuffer load_file(const std::string& path, std::optional<DType> type, FileFormat format) {
-  if (format == FileFormat::Auto) {
-    if (has_npy_magic(path)) format = FileFormat::Npy;
-    else if (ends_with(path, ".npy")) format = FileFormat::Npy;  // reports the bad magic
-    else if (ends_with(path, ".txt") || ends_with(path, ".csv")) format = FileFormat::Text;
-    else format = FileFormat::Raw;
-  }
-  switch (format) {
-    case FileFormat::Npy: return load_npy(path, type);
-    case FileFormat::Text: return load_text(path, type);
-    default: return load_raw(path, type);
-  }
+  format = resolve_format(path, format);
+  if (format == FileFormat::Text) return load_text(path, type);
+  return load_layout(path, inspect_file(path, type, format));
 }
 
 void save_raw(const std::string& path, HostArray data) { write_all(path, nullptr, 0, data); }

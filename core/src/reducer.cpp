@@ -40,11 +40,34 @@ Result Reducer::reduce(HostArray in, Op op, const RunOptions& options) {
   const KernelInfo k = kernel(options.kernel);
   check_request(k, op, in.type, in.n, backend(), options.exact);
   Result r = run(in, op, options, k);
+  if (r.path.empty()) r.path = "in place";
   r.backend = backend();
   r.n = in.n;
   r.op = op;
   r.type = in.type;
   return r;
+}
+
+std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, unsigned buffers,
+                             std::uint64_t default_bytes) {
+  const std::uint64_t limit = options.device_mem_limit;
+  if (options.chunk_elements) {
+    const std::uint64_t need = options.chunk_elements * elem_bytes * buffers;
+    if (limit && need > limit)
+      throw InvalidArgument(std::to_string(buffers) + " chunks of " + std::to_string(options.chunk_elements) +
+                            " elements need " + format_bytes(need) + ", more than the device memory limit of " +
+                            format_bytes(limit));
+    return options.chunk_elements;
+  }
+  std::uint64_t bytes = default_bytes;
+  if (limit) {
+    bytes = std::min(bytes, limit / buffers);
+    if (bytes < elem_bytes)
+      throw InvalidArgument("a device memory limit of " + format_bytes(limit) + " cannot hold " +
+                            std::to_string(buffers) + " chunks of one " + std::to_string(elem_bytes) +
+                            "-byte element");
+  }
+  return std::max<std::uint64_t>(1, bytes / elem_bytes);
 }
 
 double median(std::vector<double> sample) {

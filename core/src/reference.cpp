@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,64 +12,89 @@
 #include "xreduce/exact.hpp"
 #include "xreduce/reference.hpp"
 #include "xreduce/semantics.hpp"
+#include "xreduce/source.hpp"
 
 namespace xr {
 namespace {
 
-template <class T> Reference reference_of(const T* x, std::uint64_t n, Op op, Accumulator acc) {
-  Reference ref;
-  ref.n = n;
-  ref.op = op;
-  ref.type = dtype_of<T>;
-  const auto count = static_cast<std::int64_t>(n);
-  if constexpr (std::is_floating_point_v<T>) {
-    if (op == Op::Sum) {
-      double magnitude = 0;
+// The reference's running state over one or more pieces of the input, in order.
+template <class T> class ReferenceState {
+ public:
+  ReferenceState(Op op, Accumulator acc) : op_(op), acc_(acc), value_(identity<T>(op)) {}
+
+  void add(const T* x, std::uint64_t n) {
+    n_ += n;
+    const auto count = static_cast<std::int64_t>(n);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (op_ == Op::Sum) {
+        double magnitude = 0;
 #ifdef _OPENMP
-      std::vector<ExactSum> parts(static_cast<std::size_t>(omp_get_max_threads()));
+        std::vector<ExactSum> parts(static_cast<std::size_t>(omp_get_max_threads()));
 #pragma omp parallel reduction(+ : magnitude)
-      {
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        const std::uint64_t lo = n * t / nt, hi = n * (t + 1) / nt;
-        parts[t].add(x + lo, hi - lo);
-        for (std::uint64_t i = lo; i < hi; ++i) magnitude += std::fabs(static_cast<double>(x[i]));
-      }
-      ExactSum sum;
-      for (const auto& p : parts) sum.merge(p);
+        {
+          const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+          const std::uint64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+          parts[t].add(x + lo, hi - lo);
+          for (std::uint64_t i = lo; i < hi; ++i) magnitude += std::fabs(static_cast<double>(x[i]));
+        }
+        for (const auto& p : parts) sum_.merge(p);
 #else
-      ExactSum sum;
-      sum.add(x, n);
-      for (std::uint64_t i = 0; i < n; ++i) magnitude += std::fabs(static_cast<double>(x[i]));
+        sum_.add(x, n);
+        for (std::uint64_t i = 0; i < n; ++i) magnitude += std::fabs(static_cast<double>(x[i]));
 #endif
-      ref.value = Scalar::of<T>(sizeof(T) == 4 ? static_cast<T>(sum.to_float()) : static_cast<T>(sum.to_double()));
-      ref.magnitude = magnitude;
-      return ref;
+        magnitude_ += magnitude;
+        return;
+      }
+      if (op_ == Op::Prod) {
+        for (std::uint64_t i = 0; i < n; ++i) product_ *= x[i];
+        return;
+      }
     }
-    if (op == Op::Prod) {
-      long double p = 1;
-      for (std::uint64_t i = 0; i < n; ++i) p *= x[i];
-      ref.value = Scalar::of<T>(static_cast<T>(p));
-      ref.magnitude = std::fabs(static_cast<double>(p));
-      return ref;
-    }
-  }
-  if constexpr (std::is_same_v<T, std::int32_t>) {
-    if (op == Op::Sum && acc == Accumulator::Wide) {
-      std::int64_t s = 0;
+    if constexpr (std::is_same_v<T, std::int32_t>) {
+      if (op_ == Op::Sum && acc_ == Accumulator::Wide) {
+        std::int64_t s = 0;
 #pragma omp parallel for reduction(+ : s)
-      for (std::int64_t i = 0; i < count; ++i) s += x[i];
-      ref.value = Scalar::of<std::int64_t>(s);
-      return ref;
+        for (std::int64_t i = 0; i < count; ++i) s += x[i];
+        wide_ = static_cast<std::int64_t>(static_cast<std::uint64_t>(wide_) + static_cast<std::uint64_t>(s));
+        return;
+      }
     }
+    visit_op(op_, [&](auto fn) {
+      using F = decltype(fn);
+      for (std::uint64_t i = 0; i < n; ++i) value_ = F::apply(value_, x[i]);
+    });
   }
-  ref.value = visit_op(op, [&](auto fn) {
-    using F = decltype(fn);
-    T r = identity<T>(op);
-    for (std::uint64_t i = 0; i < n; ++i) r = F::apply(r, x[i]);
-    return Scalar::of<T>(r);
-  });
-  return ref;
-}
+
+  Reference finish() const {
+    Reference ref;
+    ref.n = n_;
+    ref.op = op_;
+    ref.type = dtype_of<T>;
+    ref.value = Scalar::of<T>(value_);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (op_ == Op::Sum) {
+        ref.value = Scalar::of<T>(sizeof(T) == 4 ? static_cast<T>(sum_.to_float()) : static_cast<T>(sum_.to_double()));
+        ref.magnitude = magnitude_;
+      } else if (op_ == Op::Prod) {
+        ref.value = Scalar::of<T>(static_cast<T>(product_));
+        ref.magnitude = std::fabs(static_cast<double>(product_));
+      }
+    }
+    if constexpr (std::is_same_v<T, std::int32_t>)
+      if (op_ == Op::Sum && acc_ == Accumulator::Wide) ref.value = Scalar::of<std::int64_t>(wide_);
+    return ref;
+  }
+
+ private:
+  Op op_;
+  Accumulator acc_;
+  std::uint64_t n_ = 0;
+  T value_;                  // integers, min, max
+  ExactSum sum_;             // float sums
+  double magnitude_ = 0;     // float sums: sum |x|
+  long double product_ = 1;  // float products
+  std::int64_t wide_ = 0;    // i32 sums in i64 (wrapping)
+};
 
 // (1 + u)^k - 1: the relative error after k roundings of unit roundoff u.
 double growth(double k, double u) { return std::expm1(k * std::log1p(u)); }
@@ -79,7 +105,27 @@ Reference reference_reduce(HostArray in, Op op, Accumulator acc) {
   require_value_exists(op, in.n);
   return visit_dtype(in.type, [&](auto zero) {
     using T = decltype(zero);
-    return reference_of<T>(static_cast<const T*>(in.data), in.n, op, acc);
+    ReferenceState<T> state(op, acc);
+    state.add(static_cast<const T*>(in.data), in.n);
+    return state.finish();
+  });
+}
+
+Reference reference_reduce(ChunkSource& source, Op op, Accumulator acc, std::uint64_t chunk_bytes) {
+  const std::uint64_t n = source.size();
+  require_value_exists(op, n);
+  if (const void* memory = source.memory()) return reference_reduce(HostArray{memory, n, source.type()}, op, acc);
+  return visit_dtype(source.type(), [&](auto zero) {
+    using T = decltype(zero);
+    ReferenceState<T> state(op, acc);
+    const std::uint64_t chunk = std::max<std::uint64_t>(1, std::min<std::uint64_t>(n, chunk_bytes / sizeof(T)));
+    std::vector<T> buffer(chunk);
+    for (std::uint64_t first = 0; first < n; first += chunk) {
+      const std::uint64_t len = std::min(chunk, n - first);
+      source.read(first, len, buffer.data());
+      state.add(buffer.data(), len);
+    }
+    return state.finish();
   });
 }
 

@@ -2,6 +2,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -48,6 +49,46 @@ Op parse_op(std::string_view text) {
       {"sum", Op::Sum}, {"add", Op::Sum}, {"+", Op::Sum},      {"prod", Op::Prod}, {"product", Op::Prod},
       {"mul", Op::Prod}, {"*", Op::Prod}, {"min", Op::Min},    {"max", Op::Max}};
   return parse_named(text, table, "op", "sum, prod, min or max");
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[48];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+std::uint64_t parse_bytes(std::string_view text) {
+  const std::string s = lower(text);
+  const auto bad = [&] {
+    return InvalidArgument("cannot read '" + std::string(text) +
+                           "' as a size in bytes (examples: 4096, 256K, 256M, 1.5G, 64MiB)");
+  };
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  std::string unit = s.substr(used);
+  if (unit.size() >= 2 && unit.compare(unit.size() - 2, 2, "ib") == 0) unit.resize(unit.size() - 2);
+  else if (unit.size() >= 1 && unit.back() == 'b') unit.pop_back();
+  static constexpr std::pair<const char*, int> shifts[] = {{"", 0}, {"k", 10}, {"m", 20}, {"g", 30}, {"t", 40}};
+  for (const auto& [name, shift] : shifts)
+    if (unit == name) {
+      const double bytes = std::ldexp(v, shift);
+      if (!(bytes >= 1) || bytes >= 0x1p63 || (shift == 0 && v != std::floor(v))) throw bad();
+      return static_cast<std::uint64_t>(bytes);
+    }
+  throw bad();
 }
 
 DType parse_dtype(std::string_view text) {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -368,8 +369,8 @@ TEST_CASE("errors carry the CUDA name; nothing printed") {
   CHECK_THROWS_AS(xr::cu::reduce(d.p, host.size(), Op::Sum, nullptr, exact), xr::InvalidArgument);
 }
 
-TEST_CASE("out of device memory is a DeviceError named cudaErrorMemoryAllocation") {
-  // Take all but 64 MiB of the device, then ask for a 256 MiB input buffer.
+TEST_CASE("out of device memory is a DeviceError named cudaErrorMemoryAllocation; the stream fits a limit") {
+  // Take all but 64 MiB of the device, then ask for a 256 MiB resident input buffer.
   std::size_t free_b = 0, total_b = 0;
   CK(cudaMemGetInfo(&free_b, &total_b));
   void* hog = nullptr;
@@ -378,16 +379,50 @@ TEST_CASE("out of device memory is a DeviceError named cudaErrorMemoryAllocation
   CK(cudaMalloc(&hog, free_b - keep));
   const std::vector<float> host(std::size_t(64) << 20, 1.0f);
   auto reducer = xr::make_reducer("cuda");
+  xr::RunOptions resident;
+  resident.host_path = xr::HostPath::Resident;
   try {
-    reducer->reduce(host, Op::Sum);
+    reducer->reduce(host, Op::Sum, resident);
     FAIL("a 256 MiB input fitted in 64 MiB of free device memory");
   } catch (const xr::DeviceError& e) {
     CHECK(e.code_name() == "cudaErrorMemoryAllocation");
     CHECK(std::string(e.what()).find("cudaErrorMemoryAllocation") != std::string::npos);
   }
+  // The streamed path holds 3 chunks of 8 MiB under a 24 MiB limit: 32 chunks through the
+  // 64 MiB that are free.
+  xr::RunOptions limited;
+  limited.device_mem_limit = std::size_t(24) << 20;
+  const xr::Result streamed = reducer->reduce(host, Op::Sum, limited);
+  CHECK(streamed.value.as<float>() == float(host.size()));
+  CHECK(streamed.chunks == 32);
   CK(cudaFree(hog));
   // The device is usable again afterwards.
   CHECK(reducer->reduce(host, Op::Sum).value.as<double>() == double(host.size()));
+}
+
+TEST_CASE("the streamed host path copies straight from page-locked memory, and stages pageable memory") {
+  const std::size_t n = (std::size_t(1) << 26) + 3;  // 5 chunks: 4 of 64 MiB, then 3 elements
+  float* pinned = nullptr;
+  CK(cudaMallocHost(reinterpret_cast<void**>(&pinned), n * sizeof(float)));
+  std::vector<float> pageable(n);
+  for (std::size_t i = 0; i < n; ++i) pinned[i] = pageable[i] = float(i % 1000) * 0.5f;
+  const xr::Reference ref = xr::reference_reduce(xr::HostArray{pinned, n, xr::DType::F32}, Op::Sum);
+  auto reducer = xr::make_reducer("cuda");
+  xr::RunOptions o;
+  o.exact = true;
+  const xr::Result direct = reducer->reduce(std::span<const float>(pinned, n), Op::Sum, o);
+  const xr::Result staged = reducer->reduce(pageable, Op::Sum, o);
+  CHECK(direct.path.find("copied straight from page-locked memory") != std::string::npos);
+  CHECK(staged.path.find("pinned staging buffers") != std::string::npos);
+  CHECK(direct.chunks == 5);
+  CHECK(staged.chunks == 5);
+  CHECK(direct.value.same_bits(ref.value));
+  CHECK(staged.value.same_bits(ref.value));
+  // Plain sums, chunk results combined on the device.
+  const xr::Result plain = reducer->reduce(pageable, Op::Max);
+  CHECK(plain.value.as<float>() == 499.5f);
+  CHECK(plain.finish.find("chunk results reduced on the device in order") != std::string::npos);
+  CK(cudaFreeHost(pinned));
 }
 
 TEST_CASE("auto at n = 2^31 + 5 (64-bit indexing)") {

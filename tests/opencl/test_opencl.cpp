@@ -290,7 +290,9 @@ TEST_CASE("results carry timing, launches and an honest rounding depth") {
   }
 }
 
-TEST_CASE("inputs larger than one allocation go through in chunks") {
+TEST_CASE("resident inputs larger than one allocation go through in chunks") {
+  RunOptions resident;
+  resident.host_path = HostPath::Resident;
   for (auto& t : targets()) {
     CAPTURE(t.label());
     od::set_chunk_limit_for_testing(1000);
@@ -298,11 +300,12 @@ TEST_CASE("inputs larger than one allocation go through in chunks") {
     const HostBuffer i = generate(DType::I32, 10007, Dist::Uniform, 11);
     for (Op op : all_ops) {
       if (t.caps.fp64) {
-        const Result rf = t.reducer->reduce(f.view(), op);
+        const Result rf = t.reducer->reduce(f.view(), op, resident);
         CHECK(rf.finish.find("11 chunks") != std::string::npos);
+        CHECK(rf.path == "resident");
         expect_agrees(rf, f.view(), op, Accumulator::Wide, "chunked f64");
       }
-      expect_agrees(t.reducer->reduce(i.view(), op), i.view(), op, Accumulator::Wide, "chunked i32");
+      expect_agrees(t.reducer->reduce(i.view(), op, resident), i.view(), op, Accumulator::Wide, "chunked i32");
     }
     od::set_chunk_limit_for_testing(0);
   }

@@ -388,6 +388,7 @@ TEST_CASE("exact opencl: host chunks and per-group launch limits merge exactly, 
     if (t.caps.fp64) {
       RunOptions o;
       o.exact = true;
+      o.host_path = HostPath::Resident;
       const Result r = t.reducer->reduce(d, Op::Sum, o);
       CHECK(r.finish.find("11 chunks") != std::string::npos);
       CHECK(same_bits(r.value.as<double>(), rounded<double>(host_state(d.data(), d.size()))));

@@ -2,12 +2,14 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backend_entry.hpp"
 #include "ocl_internal.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
+#include "xreduce/source.hpp"
 
 namespace xr::ocl::detail {
 namespace {
@@ -23,6 +25,7 @@ class OclReducer final : public Reducer {
     for (const auto& r : rung_table(caps_)) kernels_.push_back(r.info);
   }
   ~OclReducer() override {
+    streamer_.reset();
     if (queue_) clReleaseCommandQueue(queue_);
   }
   OclReducer(const OclReducer&) = delete;
@@ -33,7 +36,16 @@ class OclReducer final : public Reducer {
   std::vector<KernelInfo> kernels() const override { return kernels_; }
 
  protected:
-  Result run(HostArray in, Op op, const RunOptions& options, const KernelInfo&) override {
+  Result run(HostArray in, Op op, const RunOptions& options, const KernelInfo& kernel) override {
+    if (options.host_path == HostPath::Stream && in.n > 0) {
+      ArraySource source(in);
+      return run_stream(source, op, options, kernel);
+    }
+    const std::uint64_t in_bytes = in.n * size_of(in.type);
+    if (options.device_mem_limit && in_bytes > options.device_mem_limit)
+      throw InvalidArgument("opencl: a resident input of " + format_bytes(in_bytes) +
+                            " does not fit the device memory limit of " + format_bytes(options.device_mem_limit) +
+                            " (the streamed host path takes any size)");
     Request rq;
     rq.queue = queue_;
     rq.type = in.type;
@@ -100,8 +112,27 @@ class OclReducer final : public Reducer {
       total.finish += " + host combine of " + std::to_string(chunks) + " chunks";
     }
     total.n = in.n;
+    total.chunks = chunks;
+    total.path = "resident";
     total.bytes_per_s = total.kernel_ms > 0 ? static_cast<double>(in.n * elem) / (total.kernel_ms * 1e-3) : 0.0;
     return total;
+  }
+
+  Result run_stream(ChunkSource& source, Op op, const RunOptions& options, const KernelInfo& kernel) override {
+    const HostArray whole{source.memory(), source.size(), source.type()};
+    if (source.size() == 0 || options.host_path == HostPath::Resident) {
+      if (source.size() && !whole.data)
+        throw InvalidArgument("opencl: host_path Resident needs the input in host memory; " + source.name() +
+                              " streams");
+      RunOptions resident = options;
+      resident.host_path = HostPath::Resident;
+      return run(whole, op, resident, kernel);
+    }
+    if (source.type() == DType::F64 && !caps_.fp64)
+      throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps_.name + " does not offer");
+    std::lock_guard lock(mutex_);
+    if (!streamer_) streamer_ = std::make_unique<HostStreamer>(caps_, context_, queue_);
+    return streamer_->run(source, op, options);
   }
 
  private:
@@ -109,6 +140,8 @@ class OclReducer final : public Reducer {
   cl_context context_ = nullptr;  // shared per device, see shared_context
   cl_command_queue queue_ = nullptr;
   std::vector<KernelInfo> kernels_;
+  std::unique_ptr<HostStreamer> streamer_;  // the streamed host path, created on first use
+  std::mutex mutex_;
 };
 
 std::string strip_prefix(std::string s) {

@@ -109,20 +109,6 @@ const char* error_name(cl_int code) {
 
 namespace xr::ocl::detail {
 
-std::string format_bytes(std::uint64_t bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[48];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
-  return buf;
-}
-
 void fail(cl_int code, std::string_view call, std::string_view detail) {
   std::string what = "opencl: " + std::string(call);
   if (!detail.empty()) what += " (" + std::string(detail) + ")";

@@ -21,7 +21,7 @@ namespace xr::ocl::detail {
 // Throws DeviceError("opencl: <call>[ (<detail>)] failed: <CL_NAME>") unless code is CL_SUCCESS.
 void check(cl_int code, std::string_view call, std::string_view detail = {});
 [[noreturn]] void fail(cl_int code, std::string_view call, std::string_view detail = {});
-std::string format_bytes(std::uint64_t bytes);  // "1.0 GiB"
+using xr::format_bytes;
 
 // ---- devices --------------------------------------------------------------------------------
 
@@ -128,6 +128,14 @@ struct Request {
   Op op = Op::Sum;
   RunOptions options;
   FinishPolicy finish = FinishPolicy::Auto;
+  // Streamed chunks (host_stream.cpp): when `sink` is set, one reduction (no warmup, no repeat)
+  // starts after the event `after` (if any) and copies its result into cell `sink_cell` of
+  // `sink` instead of reading it back; the call returns at once, without the value or times,
+  // and hands its events (kernels, then the copy) to *events, which must be given.
+  cl_event after = nullptr;
+  cl_mem sink = nullptr;
+  std::uint64_t sink_cell = 0;
+  std::vector<cl_event>* events = nullptr;
 };
 
 // Runs warmup + repeat reductions of the request on its queue (the rung named by
@@ -210,6 +218,48 @@ void set_exact_variant_for_testing(int atomics, int f32_int);
 // Result, rounded once, and the raw state.
 Result exact_on_queue(const Request& request, const Rung& rung, const DeviceCaps& caps, cl_context context,
                       cl_device_id device, bool profiling, ExactSum::Raw* raw);
+
+// ---- the streamed host path (host_stream.cpp) ------------------------------------------------
+
+// Chunks in flight, as on CUDA (backends/cuda/host_stream.hpp cites the measurements): 3 device
+// slots, 2 page-locked staging buffers (CL_MEM_ALLOC_HOST_PTR, mapped once).
+constexpr unsigned kDeviceSlots = 3;
+constexpr unsigned kStagingBuffers = 2;
+
+// A ChunkSource streamed to one device: chunks are read into the staging buffers, written to
+// device slots on a second queue, and reduced on the reducer's queue into cells of a buffer of
+// chunk results, which is reduced last (auto), in order. Exact mode reduces chunk k-1 while
+// chunk k is copied and merges the chunk states on the host. Buffers are kept between calls.
+class HostStreamer {
+ public:
+  HostStreamer(const DeviceCaps& caps, cl_context context, cl_command_queue compute);
+  ~HostStreamer();
+  HostStreamer(const HostStreamer&) = delete;
+  HostStreamer& operator=(const HostStreamer&) = delete;
+  // Fills every Result field. source.size() > 0.
+  Result run(ChunkSource& source, Op op, const RunOptions& options);
+
+ private:
+  struct Slot {
+    cl_event written = nullptr;         // the copy into the slot
+    std::vector<cl_event> reduction;    // its reduction's commands, the copy of the result last
+  };
+  void reserve(std::size_t slot_bytes, std::size_t result_bytes, std::uint64_t limit);
+  void collect(Slot& slot, double& kernel_ms, double& copy_ms);  // waits, adds times, releases
+  void release_buffers();
+
+  const DeviceCaps& caps_;
+  cl_context context_;
+  cl_command_queue compute_;
+  cl_command_queue copy_ = nullptr;
+  Slot slots_[kDeviceSlots];
+  cl_mem device_[kDeviceSlots] = {};
+  std::size_t slot_bytes_ = 0;
+  cl_mem staging_[kStagingBuffers] = {};
+  void* staged_[kStagingBuffers] = {};  // their mapped host pointers
+  cl_mem results_ = nullptr;
+  std::size_t results_bytes_ = 0;
+};
 
 // The host path splits inputs larger than this many elements into chunks (default: what
 // CL_DEVICE_MAX_MEM_ALLOC_SIZE allows). 0 restores the default. For tests.

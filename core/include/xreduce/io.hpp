@@ -20,6 +20,18 @@ FileFormat parse_file_format(std::string_view text);
 HostBuffer load_file(const std::string& path, std::optional<DType> type = std::nullopt,
                      FileFormat format = FileFormat::Auto);
 
+// Where the elements of a raw or .npy file lie, checked as load_file checks them (the same
+// errors), without reading the data. A text file has no fixed layout: InvalidArgument.
+struct FileLayout {
+  FileFormat format = FileFormat::Raw;  // Raw or Npy
+  DType type = DType::F32;
+  std::uint64_t n = 0;                  // elements
+  std::uint64_t data_offset = 0;        // byte offset of element 0
+  std::uint64_t file_size = 0;          // bytes
+};
+FileLayout inspect_file(const std::string& path, std::optional<DType> type = std::nullopt,
+                        FileFormat format = FileFormat::Auto);
+
 void save_raw(const std::string& path, HostArray data);
 void save_npy(const std::string& path, HostArray data);
 

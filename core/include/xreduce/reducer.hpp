@@ -8,10 +8,13 @@
 #include <string_view>
 #include <vector>
 
+#include "xreduce/exact.hpp"
 #include "xreduce/result.hpp"
 #include "xreduce/types.hpp"
 
 namespace xr {
+
+class ChunkSource;  // xreduce/source.hpp
 
 enum class KernelKind : std::uint8_t {
   Rung,      // one step of the ladder
@@ -30,6 +33,18 @@ struct KernelInfo {
   bool supports(Op op, DType type) const;
 };
 
+// How a device backend (CUDA, OpenCL) treats host data (Reducer::reduce on a host array).
+enum class HostPath : std::uint8_t {
+  // Chunks go through pinned staging buffers to the device, the copy of one overlapping the
+  // reduction of the one before; chunk results combine on the device in order. Any size fits
+  // (RunOptions::device_mem_limit bounds device memory). Every repetition moves the data again,
+  // and Result::total_ms is the end-to-end time.
+  Stream,
+  // The whole input is copied to the device once, then warmup + repeat reductions run on it:
+  // kernel studies (the ladder). The input must fit in device memory and device_mem_limit.
+  Resident,
+};
+
 struct RunOptions {
   std::string kernel = "auto";
   Accumulator accumulator = Accumulator::Wide;
@@ -43,6 +58,14 @@ struct RunOptions {
   bool exact = false;
   int warmup = 0;                 // untimed runs first
   int repeat = 1;                 // timed runs; Result times are their medians
+  // Host data on CUDA and OpenCL, and every streamed source (Reducer::reduce(ChunkSource&)):
+  HostPath host_path = HostPath::Stream;
+  // Bytes of device memory the host path may hold for input chunks and chunk results
+  // (0: no limit beyond the defaults: 3 chunks of 64 MiB; CLI --device-mem-limit).
+  std::uint64_t device_mem_limit = 0;
+  // Elements per chunk of a streamed input (0: the default of 64 MiB, chosen from the transfer
+  // measurements in bench/RESULTS.md, or less when device_mem_limit asks for less).
+  std::uint64_t chunk_elements = 0;
 };
 
 // A view of host memory: the type-erased form of std::span<const T>.
@@ -73,6 +96,13 @@ class Reducer {
     return reduce(HostArray::of(std::span<const T>(data)), op, options);
   }
 
+  // A streamed input (a file, or a host array read chunk by chunk): memory stays bounded by
+  // a few chunks whatever the source's size, and reading overlaps the reduction. Each
+  // repetition reads the source again. Results equal those of the whole input in memory:
+  // exactly for integers, min, max and exact mode; plain float sums within the bound that
+  // Result::rounding_depth states (chunk results are combined in order).
+  Result reduce(ChunkSource& source, Op op, const RunOptions& options = {});
+
   // The KernelInfo named `name`; throws InvalidArgument listing the known names.
   KernelInfo kernel(std::string_view name) const;
 
@@ -80,6 +110,14 @@ class Reducer {
   // Arguments already checked. Fills every Result field but backend/n/op/type, which the
   // caller sets.
   virtual Result run(HostArray in, Op op, const RunOptions& options, const KernelInfo& kernel) = 0;
+  // A streamed source, arguments checked. The default (host backends) reads chunks into two
+  // host buffers on a second thread while run() reduces the previous chunk, and combines the
+  // chunk results on the host in order (exact mode: run_exact_state per chunk, merged exactly).
+  // Device backends override it with their pipelines.
+  virtual Result run_stream(ChunkSource& source, Op op, const RunOptions& options, const KernelInfo& kernel);
+  // The unrounded exact state of an f32/f64 sum of `in`, for the default run_stream. The default
+  // throws InvalidArgument (no streamed exact mode).
+  virtual ExactSum::Raw run_exact_state(HostArray in, const RunOptions& options, const KernelInfo& kernel);
 };
 
 // Throws InvalidArgument unless `kernel` supports (op, type) (and exact mode, when asked for
@@ -89,6 +127,13 @@ void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n,
 
 // True when RunOptions::exact changes the computation: an f32 or f64 sum.
 constexpr bool exact_applies(Op op, DType type) { return op == Op::Sum && is_float(type); }
+
+// The chunk of a streamed input, in elements of `elem_bytes` each: options.chunk_elements, or the
+// default bytes, lowered so that `buffers` chunks fit in options.device_mem_limit (when set).
+// Throws InvalidArgument when the limit cannot hold `buffers` elements, or when
+// chunk_elements does not fit it.
+std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, unsigned buffers,
+                             std::uint64_t default_bytes = std::uint64_t{64} << 20);
 
 // Median of a non-empty sample (the mean of the middle two for even sizes).
 double median(std::vector<double> sample);

@@ -18,6 +18,9 @@ struct Reference {
 };
 
 Reference reference_reduce(HostArray in, Op op, Accumulator acc = Accumulator::Wide);
+// The same for a streamed source, read in chunks of `chunk_bytes` (memory stays bounded).
+Reference reference_reduce(ChunkSource& source, Op op, Accumulator acc = Accumulator::Wide,
+                           std::uint64_t chunk_bytes = std::uint64_t{64} << 20);
 
 struct Agreement {
   bool ok = false;

@@ -20,8 +20,14 @@ struct Result {
   int launches = 0;             // kernel launches (or parallel regions) of one reduction
   int repeats = 0;              // timed repetitions behind the medians below
   double kernel_ms = 0;         // median device time of one reduction, no transfers
-  double transfer_ms = 0;       // median host<->device copy time of one reduction
-  double bytes_per_s = 0;       // input bytes read once / kernel_ms
+  double transfer_ms = 0;       // median host<->device copy time of one reduction (streamed: of
+                                // the copies, most of which overlap kernels)
+  // Streamed inputs (HostPath::Stream, Reducer::reduce(ChunkSource&)): the median end-to-end time
+  // of one reduction, from host data (or the file) to the value on the host; 0 otherwise.
+  double total_ms = 0;
+  double bytes_per_s = 0;       // input bytes read once / total_ms when streamed, else / kernel_ms
+  std::uint64_t chunks = 1;     // pieces the input went through (1: whole)
+  std::string path;             // how host data reached the device: "resident", "stream: ...", "in place"
   // Longest chain of roundings any input passes through on the way to the result (sequential
   // run per thread + tree depth + passes). Float sums then satisfy
   // |value - exact| <= rounding_depth * u * sum|x| (u = unit roundoff), to first order.

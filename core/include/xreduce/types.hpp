@@ -29,6 +29,12 @@ std::string_view to_string(Accumulator acc);
 Op parse_op(std::string_view text);
 DType parse_dtype(std::string_view text);
 
+// "512 B", "64.0 MiB", "1.5 GiB".
+std::string format_bytes(std::uint64_t bytes);
+// "4096", "256K", "256M", "1G", "1.5G", "64MiB", "2GB" (K/M/G/T are powers of 1024, with or
+// without "iB"/"B"); throws InvalidArgument for anything else, zero or an overflow.
+std::uint64_t parse_bytes(std::string_view text);
+
 constexpr std::size_t size_of(DType t) {
   return (t == DType::I32 || t == DType::F32) ? 4 : 8;
 }

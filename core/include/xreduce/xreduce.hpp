@@ -9,4 +9,5 @@
 #include "xreduce/registry.hpp"
 #include "xreduce/result.hpp"
 #include "xreduce/semantics.hpp"
+#include "xreduce/source.hpp"
 #include "xreduce/types.hpp"

@@ -1,0 +1,249 @@
+// The OpenCL host path (HostPath::Stream): see HostStreamer in ocl_internal.hpp.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ocl_internal.hpp"
+#include "xreduce/error.hpp"
+#include "xreduce/source.hpp"
+
+namespace xr::ocl::detail {
+namespace {
+
+cl_mem create_buffer(cl_context context, cl_mem_flags flags, std::size_t bytes, const std::string& what) {
+  cl_int rc = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(context, flags, bytes, nullptr, &rc);
+  check(rc, "clCreateBuffer", format_bytes(bytes) + " " + what);
+  return m;
+}
+
+void wait_for(cl_event e, const char* what) {
+  if (e) check(clWaitForEvents(1, &e), "clWaitForEvents", what);
+}
+
+}  // namespace
+
+HostStreamer::HostStreamer(const DeviceCaps& caps, cl_context context, cl_command_queue compute)
+    : caps_(caps), context_(context), compute_(compute) {
+  cl_int rc = CL_SUCCESS;
+  copy_ = clCreateCommandQueue(context_, caps_.device, CL_QUEUE_PROFILING_ENABLE, &rc);
+  check(rc, "clCreateCommandQueue", "copy queue");
+}
+
+HostStreamer::~HostStreamer() {
+  if (copy_) clFinish(copy_);
+  clFinish(compute_);
+  double ignore_kernel = 0, ignore_copy = 0;
+  for (auto& s : slots_) {
+    try {
+      collect(s, ignore_kernel, ignore_copy);
+    } catch (...) {
+    }
+  }
+  release_buffers();
+  if (copy_) clReleaseCommandQueue(copy_);
+}
+
+void HostStreamer::release_buffers() {
+  for (unsigned i = 0; i < kStagingBuffers; ++i) {
+    if (staged_[i]) {
+      cl_event e = nullptr;
+      if (clEnqueueUnmapMemObject(copy_, staging_[i], staged_[i], 0, nullptr, &e) == CL_SUCCESS) {
+        clWaitForEvents(1, &e);
+        clReleaseEvent(e);
+      }
+      staged_[i] = nullptr;
+    }
+    if (staging_[i]) clReleaseMemObject(std::exchange(staging_[i], nullptr));
+  }
+  for (auto& d : device_)
+    if (d) clReleaseMemObject(std::exchange(d, nullptr));
+  slot_bytes_ = 0;
+}
+
+void HostStreamer::reserve(std::size_t slot_bytes, std::size_t result_bytes, std::uint64_t limit) {
+  // Between calls nothing is in flight (run() ends with every slot collected).
+  if (slot_bytes_ < slot_bytes || (limit && kDeviceSlots * slot_bytes_ > limit)) {
+    release_buffers();
+    for (auto& d : device_) d = create_buffer(context_, CL_MEM_READ_ONLY, slot_bytes, "chunk slot");
+    for (unsigned i = 0; i < kStagingBuffers; ++i) {
+      staging_[i] = create_buffer(context_, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, slot_bytes, "staging buffer");
+      cl_int rc = CL_SUCCESS;
+      staged_[i] = clEnqueueMapBuffer(copy_, staging_[i], CL_TRUE, CL_MAP_WRITE, 0, slot_bytes, 0, nullptr, nullptr, &rc);
+      check(rc, "clEnqueueMapBuffer", "staging buffer");
+    }
+    slot_bytes_ = slot_bytes;
+  }
+  if (results_bytes_ < result_bytes) {
+    if (results_) clReleaseMemObject(std::exchange(results_, nullptr));
+    results_bytes_ = 0;
+    results_ = create_buffer(context_, CL_MEM_READ_WRITE, result_bytes, "of chunk results");
+    results_bytes_ = result_bytes;
+  }
+}
+
+void HostStreamer::collect(Slot& slot, double& kernel_ms, double& copy_ms) {
+  if (!slot.reduction.empty()) {
+    const cl_event last = slot.reduction.back();
+    check(clWaitForEvents(1, &last), "clWaitForEvents", "chunk reduction");
+    for (std::size_t i = 0; i + 1 < slot.reduction.size(); ++i) kernel_ms += event_ms(slot.reduction[i]);
+  }
+  if (slot.written) {
+    check(clWaitForEvents(1, &slot.written), "clWaitForEvents", "chunk copy");
+    copy_ms += event_ms(slot.written);
+  }
+  for (cl_event e : slot.reduction) clReleaseEvent(e);
+  slot.reduction.clear();
+  if (slot.written) clReleaseEvent(std::exchange(slot.written, nullptr));
+}
+
+Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) {
+  const DType type = source.type();
+  const std::uint64_t n = source.size();
+  const std::size_t elem = size_of(type);
+  std::uint64_t chunk = std::min(n, chunk_elements(options, elem, kDeviceSlots));
+  chunk = std::min<std::uint64_t>(chunk, std::max<std::uint64_t>(1, caps_.max_alloc / elem));
+  const std::uint64_t chunks = (n + chunk - 1) / chunk;
+  const DType acc = result_dtype(op, type, options.accumulator);
+  const std::size_t acc_bytes = size_of(acc);
+  const bool exact = options.exact && exact_applies(op, type);
+  reserve(chunk * elem, chunks * acc_bytes, options.device_mem_limit);
+
+  Request rq;
+  rq.queue = compute_;
+  rq.type = type;
+  rq.op = op;
+  rq.options = options;
+  rq.options.warmup = 0;
+  rq.options.repeat = 1;
+
+  using clock = std::chrono::steady_clock;
+  std::vector<double> kernel_times, copy_times, total_times;
+  Result r;
+  for (int it = 0; it < options.warmup + options.repeat; ++it) {
+    const auto t0 = clock::now();
+    double kernel_ms = 0, copy_ms = 0;
+    Result chunk_result;
+    ExactSum exact_sum;
+    int launches = 0;
+    std::uint64_t depth = 0;
+    // Exact mode reduces chunk k-1 (on the host's thread, the state read back) once chunk k's
+    // copy is queued, so that copies keep going meanwhile.
+    auto reduce_exact = [&](std::uint64_t k) {
+      Slot& slot = slots_[k % kDeviceSlots];
+      wait_for(slot.written, "chunk copy");
+      rq.buffer = device_[k % kDeviceSlots];
+      rq.n = std::min(chunk, n - k * chunk);
+      ExactSum::Raw raw;
+      chunk_result = reduce_on_queue(rq, &raw);
+      exact_sum.merge_raw(raw);
+      kernel_ms += chunk_result.kernel_ms;
+      launches += chunk_result.launches;
+    };
+    try {
+      for (std::uint64_t k = 0; k < chunks; ++k) {
+        const std::uint64_t first = k * chunk, len = std::min(chunk, n - first);
+        Slot& slot = slots_[k % kDeviceSlots];
+        collect(slot, kernel_ms, copy_ms);  // chunk k - 3 is reduced: the slot is free
+        if (k >= kStagingBuffers) wait_for(slots_[(k - kStagingBuffers) % kDeviceSlots].written, "staging free");
+        void* stage = staged_[k % kStagingBuffers];
+        source.read(first, len, stage);
+        check(clEnqueueWriteBuffer(copy_, device_[k % kDeviceSlots], CL_FALSE, 0, len * elem, stage, 0, nullptr,
+                                   &slot.written),
+              "clEnqueueWriteBuffer", "chunk " + std::to_string(k) + " (" + format_bytes(len * elem) + ")");
+        clFlush(copy_);
+        if (exact) {
+          if (k > 0) reduce_exact(k - 1);
+          continue;
+        }
+        rq.buffer = device_[k % kDeviceSlots];
+        rq.n = len;
+        rq.after = slot.written;
+        rq.sink = results_;
+        rq.sink_cell = k;
+        rq.events = &slot.reduction;
+        chunk_result = reduce_on_queue(rq);
+        clFlush(compute_);
+        launches += chunk_result.launches;
+        depth = std::max(depth, chunk_result.rounding_depth);
+      }
+      if (exact) reduce_exact(chunks - 1);
+      for (auto& slot : slots_) collect(slot, kernel_ms, copy_ms);
+    } catch (...) {
+      clFinish(copy_);
+      clFinish(compute_);
+      double ignore_kernel = 0, ignore_copy = 0;
+      for (auto& slot : slots_) {
+        try {
+          collect(slot, ignore_kernel, ignore_copy);
+        } catch (...) {
+        }
+      }
+      throw;
+    }
+    Result value;
+    if (exact) {
+      value.value = type == DType::F32 ? Scalar::of(exact_sum.to_float()) : Scalar::of(exact_sum.to_double());
+      value.rounding_depth = 1;
+      value.finish = chunk_result.finish + (chunks > 1 ? "; " + std::to_string(chunks) +
+                                                            " chunk states merged on the host before that rounding"
+                                                      : "");
+    } else if (chunks == 1) {
+      unsigned char bytes[8] = {};
+      check(clEnqueueReadBuffer(compute_, results_, CL_TRUE, 0, acc_bytes, bytes, 0, nullptr, nullptr),
+            "clEnqueueReadBuffer", "result");
+      value.value = visit_dtype(acc, [&](auto t) {
+        decltype(t) v;
+        std::memcpy(&v, bytes, sizeof v);
+        return Scalar::of(v);
+      });
+      value.rounding_depth = depth;
+      value.finish = chunk_result.finish;
+    } else {
+      // The chunk results, reduced in order by auto.
+      Request all;
+      all.queue = compute_;
+      all.buffer = results_;
+      all.n = chunks;
+      all.type = acc;
+      all.op = op;
+      all.options.accumulator = options.accumulator;  // keeps the results' type
+      value = reduce_on_queue(all);
+      kernel_ms += value.kernel_ms;
+      launches += value.launches;
+      value.rounding_depth += depth;
+      value.finish = chunk_result.finish + " + chunk results reduced on the device in order (" + value.kernel + ", " +
+                     value.finish + ")";
+      copy_ms += value.transfer_ms;
+    }
+    if (it < options.warmup) continue;
+    total_times.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    kernel_times.push_back(kernel_ms);
+    copy_times.push_back(copy_ms);
+    r.value = value.value;
+    r.rounding_depth = value.rounding_depth;
+    r.finish = value.finish;
+    r.kernel = chunk_result.kernel;
+    r.launches = launches;
+  }
+  r.backend = "opencl";
+  r.device = caps_.name;
+  r.n = n;
+  r.op = op;
+  r.type = type;
+  r.repeats = options.repeat;
+  r.kernel_ms = median(kernel_times);
+  r.transfer_ms = median(copy_times);
+  r.total_ms = median(total_times);
+  r.chunks = chunks;
+  r.bytes_per_s = r.total_ms > 0 ? double(n) * double(elem) / (r.total_ms * 1e-3) : 0;
+  r.path = "stream: " + std::to_string(chunks) + " chunks of " + format_bytes(chunk * elem) + ", " +
+           std::to_string(kDeviceSlots) + " device slots, " + std::to_string(kStagingBuffers) +
+           " pinned staging buffers (CL_MEM_ALLOC_HOST_PTR)";
+  return r;
+}
+
+}  // namespace xr::ocl::detail

@@ -1,0 +1,123 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "xreduce/error.hpp"
+#include "xreduce/source.hpp"
+
+namespace xr {
+namespace {
+
+constexpr std::size_t kBytesPerThread = std::size_t{4} << 20;
+constexpr unsigned kMaxThreads = 8;  // 16 threads add ~10% on the H100 host (bench/RESULTS.md)
+
+unsigned threads_for(std::size_t bytes, unsigned requested) {
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned cap = requested ? requested : std::min(hw, kMaxThreads);
+  return static_cast<unsigned>(std::clamp<std::size_t>(bytes / kBytesPerThread, 1, cap));
+}
+
+// Runs piece(begin, end) over [0, bytes) split into `threads` page-aligned pieces; the
+// first exception of any piece is rethrown after all have finished.
+template <class Piece>
+void in_pieces(std::size_t bytes, unsigned threads, Piece piece) {
+  if (threads <= 1) {
+    piece(std::size_t{0}, bytes);
+    return;
+  }
+  const std::size_t step = (bytes / threads + 4095) & ~std::size_t{4095};
+  std::vector<std::thread> pool;
+  std::exception_ptr error;
+  std::mutex mutex;
+  for (std::size_t begin = 0; begin < bytes; begin += step)
+    pool.emplace_back([&, begin] {
+      try {
+        piece(begin, std::min(bytes, begin + step));
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!error) error = std::current_exception();
+      }
+    });
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
+
+void parallel_copy(void* dst, const void* src, std::size_t bytes, unsigned threads) {
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  in_pieces(bytes, threads_for(bytes, threads),
+            [&](std::size_t begin, std::size_t end) { std::memcpy(d + begin, s + begin, end - begin); });
+}
+
+void ArraySource::read(std::uint64_t first, std::uint64_t count, void* dst) {
+  if (first + count > array_.n)
+    throw InvalidArgument("host array: elements " + std::to_string(first) + ".." + std::to_string(first + count) +
+                          " past its " + std::to_string(array_.n));
+  const std::size_t elem = size_of(array_.type);
+  parallel_copy(dst, static_cast<const unsigned char*>(array_.data) + first * elem, count * elem);
+}
+
+FileSource::FileSource(std::string path, std::optional<DType> type, FileFormat format)
+    : path_(std::move(path)), layout_(inspect_file(path_, type, format)) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw InputError(path_ + ": cannot open: " + std::strerror(errno));
+}
+
+FileSource::~FileSource() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void FileSource::read(std::uint64_t first, std::uint64_t count, void* dst) {
+  if (first + count > layout_.n)
+    throw InvalidArgument(path_ + ": elements " + std::to_string(first) + ".." + std::to_string(first + count) +
+                          " past its " + std::to_string(layout_.n));
+  const std::size_t elem = size_of(layout_.type);
+  const std::uint64_t base = layout_.data_offset + first * elem;
+  const std::size_t bytes = count * elem;
+  const std::uint64_t expected = layout_.data_offset + layout_.n * elem;
+  auto* out = static_cast<unsigned char*>(dst);
+  // Each piece reads its bytes or records where it stopped; the lowest such offset is where
+  // the file really ends (or fails).
+  std::mutex mutex;
+  std::uint64_t stop_at = ~std::uint64_t{0};
+  int stop_errno = 0;
+  in_pieces(bytes, threads_for(bytes, 0), [&](std::size_t begin, std::size_t end) {
+    std::size_t done = begin;
+    while (done < end) {
+      const ssize_t got = ::pread(fd_, out + done, end - done, static_cast<off_t>(base + done));
+      if (got > 0) {
+        done += static_cast<std::size_t>(got);
+        continue;
+      }
+      if (got < 0 && errno == EINTR) continue;
+      std::lock_guard lock(mutex);
+      if (base + done < stop_at) {
+        stop_at = base + done;
+        stop_errno = got < 0 ? errno : 0;
+      }
+      return;
+    }
+  });
+  if (stop_at == ~std::uint64_t{0}) return;
+  if (stop_errno)
+    throw InputError(path_ + ": read error at byte " + std::to_string(stop_at) + ": " + std::strerror(stop_errno));
+  throw InputError(path_ + ": truncated: ends at byte " + std::to_string(stop_at) + ", expected " +
+                   std::to_string(expected) + " bytes");
+}
+
+void ProgressSource::read(std::uint64_t first, std::uint64_t count, void* dst) {
+  inner_.read(first, count, dst);
+  const std::size_t elem = size_of(inner_.type());
+  report_((first + count) * elem, inner_.size() * elem);
+}
+
+}  // namespace xr
