@@ -48,6 +48,7 @@ struct Args {
   std::string device_mem_limit;  // "256M"; empty: no limit
   std::string chunk;             // elements per streamed chunk; empty: the default
   std::string host_path = "auto";
+  std::string save;  // write the generated input here (.npy by name, else raw) before reducing
 };
 
 // "16777216", "16M", "16Mi", "2^24", "1e6", "64K": a count of elements.
@@ -248,6 +249,7 @@ class App {
     std::optional<DType> type;
     if (args_.type) type = parse_dtype(*args_.type);
     if (!args_.input.empty()) {
+      if (!args_.save.empty()) throw InvalidArgument("--save writes generated input; it does not copy --input files");
       const FileFormat format = parse_file_format(args_.format);
       // Raw and .npy files stream (memory stays bounded), except into the ladder, whose rungs
       // each need the whole input; text files are parsed whole.
@@ -270,6 +272,10 @@ class App {
       const std::uint64_t n = parse_count(args_.n_text, "--n");
       input_ = generate(type.value_or(DType::F32), n, parse_dist(args_.dist), args_.seed);
       source_ = std::string(to_string(parse_dist(args_.dist))) + ", seed " + std::to_string(args_.seed);
+      if (!args_.save.empty()) {
+        if (args_.save.ends_with(".npy")) save_npy(args_.save, input_.view());
+        else save_raw(args_.save, input_.view());
+      }
     }
     if (!file_) {
       n_ = input_.size();
@@ -473,6 +479,7 @@ int main(int argc, char** argv) {
                  "auto (resident for --kernel all, else stream)")
       ->check(CLI::IsMember({"auto", "stream", "resident"}))
       ->capture_default_str();
+  cli.add_option("--save", a.save, "write the generated input to FILE (.npy by name, else raw) before reducing");
   cli.add_flag("--json", a.json, "print results as JSON");
   cli.add_flag("--list", a.list, "list backends and devices, and why any is unavailable");
   try {

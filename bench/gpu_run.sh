@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # One session on the GPU machine: build, tests, benchmarks; full logs under $OUT (at most 8
 # files: the device tool returns no more), a short summary last.
-# Stages (default all): build test ladder sweep opencl exact
+# Stages (default all): build test ladder sweep opencl exact host
+# Kernel comparisons (opencl, exact) use --host-path resident: the input is copied once and the
+# kernels are timed; the host stage measures the streamed host path end to end.
 #   source .device/env.sh && bash bench/gpu_run.sh build test
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/xr_out}
 mkdir -p "$OUT"
 B=${XR_BUILD_DIR:-build-gpu}
-stages=${*:-build test ladder sweep opencl exact}
+stages=${*:-build test ladder sweep opencl exact host}
 summary="$OUT/summary.txt"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -56,12 +58,12 @@ fi
 
 if has opencl; then
   for t in i32 f32; do
-    "$cli" -b all --type "$t" --n 2^28 --repeat 10 --warmup 2 >>"$OUT/backends.txt" 2>&1
+    "$cli" -b all --host-path resident --type "$t" --n 2^28 --repeat 10 --warmup 2 >>"$OUT/backends.txt" 2>&1
     echo "exit $?" >>"$OUT/backends.txt"
     "$cli" -b opencl --kernel all --type "$t" --n 2^28 --repeat 10 >>"$OUT/backends.txt" 2>&1
   done
   for t in i32 f32; do  # PoCL against the OpenMP backend on the same CPU
-    "$cli" -b opencl --device Portable --type "$t" --n 2^26 --repeat 5 >>"$OUT/backends.txt" 2>&1
+    "$cli" -b opencl --host-path resident --device Portable --type "$t" --n 2^26 --repeat 5 >>"$OUT/backends.txt" 2>&1
     "$cli" -b omp --type "$t" --n 2^26 --repeat 5 >>"$OUT/backends.txt" 2>&1
   done
   cat "$OUT/backends.txt" >>"$summary"
@@ -73,12 +75,27 @@ if has exact; then
     for b in cuda opencl omp; do
       n=2^28
       [[ $b == omp ]] && n=2^27
-      "$cli" -b "$b" --type "$t" --n "$n" --repeat 20 --warmup 3 >>"$OUT/exact.txt" 2>&1
-      "$cli" -b "$b" --exact --type "$t" --n "$n" --repeat 20 --warmup 3 >>"$OUT/exact.txt" 2>&1
+      "$cli" -b "$b" --host-path resident --type "$t" --n "$n" --repeat 20 --warmup 3 >>"$OUT/exact.txt" 2>&1
+      "$cli" -b "$b" --host-path resident --exact --type "$t" --n "$n" --repeat 20 --warmup 3 >>"$OUT/exact.txt" 2>&1
       echo "exit $?" >>"$OUT/exact.txt"
     done
   done
   cat "$OUT/exact.txt" >>"$summary"
+fi
+if has host; then
+  # The streamed host path: end-to-end rates against the link, fill and file-read rates.
+  "$B/bench/xr_bench_host_path" --log2n 28 --repeat 7 >"$OUT/host.txt" 2>&1
+  echo "exit $?" >>"$OUT/host.txt"
+  # The CLI streaming a 1 GiB .npy file through a 256 MiB device budget, every backend.
+  "$cli" -b omp --n 2^28 --type f32 --dist normal --repeat 1 --warmup 0 --save /tmp/xr_cli_stream.npy >/dev/null
+  if [[ -f /tmp/xr_cli_stream.npy ]]; then
+    "$cli" -b all --input /tmp/xr_cli_stream.npy --device-mem-limit 256M --repeat 3 >>"$OUT/host.txt" 2>&1
+    echo "exit $?" >>"$OUT/host.txt"
+    "$cli" -b all --input /tmp/xr_cli_stream.npy --exact --repeat 3 >>"$OUT/host.txt" 2>&1
+    echo "exit $?" >>"$OUT/host.txt"
+    rm -f /tmp/xr_cli_stream.npy
+  fi
+  cat "$OUT/host.txt" >>"$summary"
 fi
 echo "==== summary"
 cat "$summary"
