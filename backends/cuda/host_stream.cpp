@@ -109,7 +109,8 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
   const std::size_t acc_bytes = size_of(acc);
   const auto* memory = static_cast<const unsigned char*>(source.memory());
   const bool direct = memory && page_locked(memory);  // copy straight from the caller's pinned memory
-  reserve(chunk * elem, !direct, chunks, chunks * acc_bytes, options.device_mem_limit);
+  // Slots start 256-byte aligned whatever the chunk's length, as cudaMalloc'd inputs do.
+  reserve((chunk * elem + 255) / 256 * 256, !direct, chunks, chunks * acc_bytes, options.device_mem_limit);
   auto* slot_memory = static_cast<unsigned char*>(device_);
   auto* staging = static_cast<unsigned char*>(staging_);
   auto* results = static_cast<unsigned char*>(results_);

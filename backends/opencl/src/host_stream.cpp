@@ -20,6 +20,16 @@ cl_mem create_buffer(cl_context context, cl_mem_flags flags, std::size_t bytes, 
   return m;
 }
 
+// A completed command's device time; 0 where the driver keeps no profile of it (NVIDIA's
+// OpenCL answered CL_PROFILING_INFO_NOT_AVAILABLE for some completed copies on an H100).
+double profiled_ms(cl_event e) {
+  cl_ulong start = 0, end = 0;
+  if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) != CL_SUCCESS ||
+      clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) != CL_SUCCESS)
+    return 0;
+  return end > start ? static_cast<double>(end - start) * 1e-6 : 0.0;
+}
+
 void wait_for(cl_event e, const char* what) {
   if (e) check(clWaitForEvents(1, &e), "clWaitForEvents", what);
 }
@@ -89,11 +99,11 @@ void HostStreamer::collect(Slot& slot, double& kernel_ms, double& copy_ms) {
   if (!slot.reduction.empty()) {
     const cl_event last = slot.reduction.back();
     check(clWaitForEvents(1, &last), "clWaitForEvents", "chunk reduction");
-    for (std::size_t i = 0; i + 1 < slot.reduction.size(); ++i) kernel_ms += event_ms(slot.reduction[i]);
+    for (std::size_t i = 0; i + 1 < slot.reduction.size(); ++i) kernel_ms += profiled_ms(slot.reduction[i]);
   }
   if (slot.written) {
     check(clWaitForEvents(1, &slot.written), "clWaitForEvents", "chunk copy");
-    copy_ms += event_ms(slot.written);
+    copy_ms += profiled_ms(slot.written);
   }
   for (cl_event e : slot.reduction) clReleaseEvent(e);
   slot.reduction.clear();
@@ -130,17 +140,29 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
     ExactSum exact_sum;
     int launches = 0;
     std::uint64_t depth = 0;
-    // Exact mode reduces chunk k-1 (on the host's thread, the state read back) once chunk k's
-    // copy is queued, so that copies keep going meanwhile.
-    auto reduce_exact = [&](std::uint64_t k) {
+    // Chunk k-1 is reduced once chunk k's copy is queued and so after chunk k was read:
+    // NVIDIA's OpenCL may hold an enqueue that waits on another queue's event until that event
+    // completes, which would keep the host from reading the next chunk during the copy. Exact
+    // mode reduces on the host's thread (the state is read back) and merges the states.
+    auto reduce_chunk = [&](std::uint64_t k) {
       Slot& slot = slots_[k % kDeviceSlots];
-      wait_for(slot.written, "chunk copy");
       rq.buffer = device_[k % kDeviceSlots];
       rq.n = std::min(chunk, n - k * chunk);
-      ExactSum::Raw raw;
-      chunk_result = reduce_on_queue(rq, &raw);
-      exact_sum.merge_raw(raw);
-      kernel_ms += chunk_result.kernel_ms;
+      if (exact) {
+        wait_for(slot.written, "chunk copy");
+        ExactSum::Raw raw;
+        chunk_result = reduce_on_queue(rq, &raw);
+        exact_sum.merge_raw(raw);
+        kernel_ms += chunk_result.kernel_ms;
+      } else {
+        rq.after = slot.written;
+        rq.sink = results_;
+        rq.sink_cell = k;
+        rq.events = &slot.reduction;
+        chunk_result = reduce_on_queue(rq);
+        clFlush(compute_);
+        depth = std::max(depth, chunk_result.rounding_depth);
+      }
       launches += chunk_result.launches;
     };
     try {
@@ -155,22 +177,9 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
                                    &slot.written),
               "clEnqueueWriteBuffer", "chunk " + std::to_string(k) + " (" + format_bytes(len * elem) + ")");
         clFlush(copy_);
-        if (exact) {
-          if (k > 0) reduce_exact(k - 1);
-          continue;
-        }
-        rq.buffer = device_[k % kDeviceSlots];
-        rq.n = len;
-        rq.after = slot.written;
-        rq.sink = results_;
-        rq.sink_cell = k;
-        rq.events = &slot.reduction;
-        chunk_result = reduce_on_queue(rq);
-        clFlush(compute_);
-        launches += chunk_result.launches;
-        depth = std::max(depth, chunk_result.rounding_depth);
+        if (k > 0) reduce_chunk(k - 1);
       }
-      if (exact) reduce_exact(chunks - 1);
+      reduce_chunk(chunks - 1);
       for (auto& slot : slots_) collect(slot, kernel_ms, copy_ms);
     } catch (...) {
       clFinish(copy_);
