@@ -150,6 +150,11 @@ void record_times(const EventChain& chain, std::size_t kernels, bool profiling,
                   std::chrono::steady_clock::time_point t2, std::vector<double>& kernel_ms,
                   std::vector<double>& read_ms) {
   if (profiling) {
+    // A blocking read returns once the read is done, but NVIDIA's OpenCL (H100, while another
+    // queue was copying) could still answer CL_PROFILING_INFO_NOT_AVAILABLE for the kernels
+    // before it: wait on the events themselves first.
+    check(clWaitForEvents(static_cast<cl_uint>(chain.events.size()), chain.events.data()), "clWaitForEvents",
+          "profiled commands");
     double sum = 0;
     for (std::size_t i = 0; i < kernels; ++i) sum += event_ms(chain.events[i]);
     kernel_ms.push_back(sum);
