@@ -163,3 +163,48 @@ TEST_CASE("--exact: bit-for-bit results, named as exact, and refused where it ca
   // Integer sums are exact anyway: --exact changes nothing and is accepted by every kernel.
   CHECK(cli("--backend omp --exact --type i32 --kernel clause --n 1000").code == 0);
 }
+
+TEST_CASE("a few hundred MB file streams through every backend in bounded chunks, bit-identical in exact mode") {
+  // 80 Mi f32 = 320 MiB plus the .npy header, written by reduce_cli --save.
+  const std::string big = (fs::path(XR_TEST_TMP) / "big_stream.npy").string();
+  fs::create_directories(XR_TEST_TMP);
+  const Run made = cli("--backend omp --n 80M --dist normal --repeat 1 --warmup 0 --save " + big);
+  REQUIRE_MESSAGE(made.code == 0, made.out);
+  REQUIRE(fs::file_size(big) > (std::uintmax_t{320} << 20));
+  const Run r = cli("--backend all --input " + big + " --exact --repeat 1 --warmup 0 --device-mem-limit 48M --json");
+  CHECK_MESSAGE(r.code == 0, r.out);
+  const auto rows = nlohmann::json::parse(r.out.substr(r.out.find('[')));
+  REQUIRE_FALSE(rows.empty());
+  for (const auto& row : rows) {
+    INFO(row.dump());
+    CHECK(row.at("agrees").get<bool>());
+    CHECK(row.at("value").get<std::string>() == rows.at(0).at("value").get<std::string>());
+    CHECK(row.at("n").get<std::uint64_t>() == (std::uint64_t{80} << 20));
+    CHECK(row.at("path").get<std::string>().rfind("stream: ", 0) == 0);
+    // Device backends: 3 slots of 16 MiB under the 48 MiB limit; host backends: 64 MiB chunks.
+    CHECK(row.at("chunks").get<std::uint64_t>() == (row.at("backend") == "omp" ? 5u : 20u));
+  }
+  // The file loses its end: the error names the byte where it stops, checked before any reading.
+  fs::resize_file(big, fs::file_size(big) - 4096);
+  const Run cut = cli("--backend omp --input " + big);
+  CHECK(cut.code == 2);
+  CHECK_MESSAGE(one_error_line(cut.out), cut.out);
+  CHECK_MESSAGE(cut.out.find("truncated: ends at byte " + std::to_string(fs::file_size(big))) != std::string::npos,
+                cut.out);
+  fs::remove(big);
+}
+
+TEST_CASE("--device-mem-limit, --chunk and --host-path are checked") {
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"--device-mem-limit 12Q", "cannot read '12Q' as a size in bytes"},
+           {"--device-mem-limit 0", "cannot read '0' as a size in bytes"},
+           {"--chunk 0", "--chunk: must be at least 1"},
+           {"--chunk x", "--chunk: cannot read 'x'"}}) {
+    const Run r = cli("--backend omp --n 1000 " + args);
+    CHECK_MESSAGE(r.code == 2, args, " -> ", r.out);
+    CHECK_MESSAGE(one_error_line(r.out), args, " -> ", r.out);
+    CHECK_MESSAGE(r.out.find(expect) != std::string::npos, args, " -> ", r.out);
+  }
+  const Run bad = cli("--backend omp --host-path sideways");
+  CHECK(bad.code == 2);
+}
