@@ -171,3 +171,32 @@ TEST_CASE("exact comparison: bits, and the ulp distance when they differ") {
   r.value = Scalar::of(1.0);
   CHECK(check_result(r, ref, true).ok);
 }
+
+TEST_CASE("sizes in bytes: parse_bytes and format_bytes") {
+  CHECK(xr::parse_bytes("4096") == 4096);
+  CHECK(xr::parse_bytes("256K") == 256u << 10);
+  CHECK(xr::parse_bytes("256M") == 256u << 20);
+  CHECK(xr::parse_bytes("64MiB") == 64u << 20);
+  CHECK(xr::parse_bytes("1.5G") == 3ull << 29);
+  CHECK(xr::parse_bytes("2gb") == 2ull << 30);
+  for (const char* bad : {"", "0", "-1", "1.5", "12Q", "M", "1e30T"})
+    CHECK_THROWS_AS(xr::parse_bytes(bad), xr::InvalidArgument);
+  CHECK(xr::format_bytes(512) == "512 B");
+  CHECK(xr::format_bytes(64u << 20) == "64.0 MiB");
+  CHECK(xr::format_bytes(3ull << 29) == "1.5 GiB");
+}
+
+TEST_CASE("chunk_elements: the default, a device memory limit, and explicit chunks") {
+  xr::RunOptions o;
+  CHECK(xr::chunk_elements(o, 4, 3) == (64u << 20) / 4);
+  o.device_mem_limit = 48u << 20;
+  CHECK(xr::chunk_elements(o, 4, 3) == (16u << 20) / 4);
+  o.device_mem_limit = 8;
+  CHECK_THROWS_WITH_AS(xr::chunk_elements(o, 4, 3), doctest::Contains("cannot hold 3 chunks"), xr::InvalidArgument);
+  o.device_mem_limit = 0;
+  o.chunk_elements = 7;
+  CHECK(xr::chunk_elements(o, 8, 3) == 7);
+  o.device_mem_limit = 100;
+  CHECK_THROWS_WITH_AS(xr::chunk_elements(o, 8, 3), doctest::Contains("more than the device memory limit"),
+                       xr::InvalidArgument);
+}
