@@ -127,7 +127,7 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
   cu_exact::Workspace* exact_ws = p.exact ? &ws_.exact_workspace() : nullptr;
 
   using clock = std::chrono::steady_clock;
-  std::vector<double> kernel_times, copy_times, total_times;
+  StreamTimes times;
   Result r;
   unsigned char bytes[8] = {};
   for (int it = 0; it < options.warmup + options.repeat; ++it) {
@@ -208,9 +208,9 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
       throw;
     }
     if (it < options.warmup) continue;
-    total_times.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-    kernel_times.push_back(kernel_ms);
-    copy_times.push_back(copy_ms);
+    times.total_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    times.kernel_ms.push_back(kernel_ms);
+    times.transfer_ms.push_back(copy_ms);
     r.launches = launches;
     if (p.exact) {
       r.value = type == DType::F32 ? Scalar::of(exact_sum.to_float()) : Scalar::of(exact_sum.to_double());
@@ -230,12 +230,7 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
     }
   }
   r.device = ds_.caps().name;
-  r.repeats = options.repeat;
-  r.kernel_ms = median(kernel_times);
-  r.transfer_ms = median(copy_times);
-  r.total_ms = median(total_times);
-  r.chunks = chunks;
-  r.bytes_per_s = r.total_ms > 0 ? double(n) * double(elem) / (r.total_ms * 1e-3) : 0;
+  times.fill(r, n, type, chunks);
   r.path = "stream: " + std::to_string(chunks) + " chunks of " + format_bytes(chunk * elem) + ", " +
            std::to_string(kDeviceSlots) + " device slots, " +
            (direct ? std::string("copied straight from page-locked memory")

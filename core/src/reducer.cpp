@@ -52,11 +52,9 @@ std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, 
                              std::uint64_t default_bytes) {
   const std::uint64_t limit = options.device_mem_limit;
   if (options.chunk_elements) {
-    const std::uint64_t need = options.chunk_elements * elem_bytes * buffers;
-    if (limit && need > limit)
+    if (limit && options.chunk_elements > limit / (elem_bytes * buffers))
       throw InvalidArgument(std::to_string(buffers) + " chunks of " + std::to_string(options.chunk_elements) +
-                            " elements need " + format_bytes(need) + ", more than the device memory limit of " +
-                            format_bytes(limit));
+                            " elements need more than the device memory limit of " + format_bytes(limit));
     return options.chunk_elements;
   }
   std::uint64_t bytes = default_bytes;
@@ -68,6 +66,15 @@ std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, 
                             "-byte element");
   }
   return std::max<std::uint64_t>(1, bytes / elem_bytes);
+}
+
+void StreamTimes::fill(Result& r, std::uint64_t n, DType type, std::uint64_t chunks) const {
+  r.repeats = static_cast<int>(total_ms.size());
+  r.kernel_ms = median(kernel_ms);
+  r.transfer_ms = median(transfer_ms);
+  r.total_ms = median(total_ms);
+  r.chunks = chunks;
+  r.bytes_per_s = r.total_ms > 0 ? double(n) * double(size_of(type)) / (r.total_ms * 1e-3) : 0;
 }
 
 double median(std::vector<double> sample) {

@@ -82,7 +82,7 @@ Result Reducer::run_stream(ChunkSource& source, Op op, const RunOptions& options
 
   using clock = std::chrono::steady_clock;
   Result out;
-  std::vector<double> kernel_ms, total_ms;
+  StreamTimes times;
   for (int it = 0; it < options.warmup + options.repeat; ++it) {
     const auto t0 = clock::now();
     ExactSum exact_sum;
@@ -115,8 +115,11 @@ Result Reducer::run_stream(ChunkSource& source, Op op, const RunOptions& options
       }
       reader.join();
     }
-    total_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-    kernel_ms.push_back(busy_ms);
+    if (it >= options.warmup) {  // warm-up runs are not timed
+      times.total_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+      times.kernel_ms.push_back(busy_ms);
+      times.transfer_ms.push_back(0);
+    }
     if (exact) {
       sum.value = type == DType::F32 ? Scalar::of(exact_sum.to_float()) : Scalar::of(exact_sum.to_double());
       sum.device = device();
@@ -130,12 +133,7 @@ Result Reducer::run_stream(ChunkSource& source, Op op, const RunOptions& options
     }
     out = sum;
   }
-  out.repeats = options.repeat;
-  out.kernel_ms = median(kernel_ms);
-  out.total_ms = median(total_ms);
-  out.transfer_ms = 0;
-  out.chunks = chunks;
-  out.bytes_per_s = out.total_ms > 0 ? double(n) * double(elem) / (out.total_ms * 1e-3) : 0;
+  times.fill(out, n, type, chunks);
   out.path = "stream: " + std::to_string(chunks) + " chunks of " + format_bytes(chunk * elem) +
              ", read on a second thread into 2 host buffers";
   return out;

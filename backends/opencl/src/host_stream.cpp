@@ -20,16 +20,6 @@ cl_mem create_buffer(cl_context context, cl_mem_flags flags, std::size_t bytes, 
   return m;
 }
 
-// A completed command's device time; 0 where the driver keeps no profile of it (NVIDIA's
-// OpenCL answered CL_PROFILING_INFO_NOT_AVAILABLE for some completed copies on an H100).
-double profiled_ms(cl_event e) {
-  cl_ulong start = 0, end = 0;
-  if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) != CL_SUCCESS ||
-      clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) != CL_SUCCESS)
-    return 0;
-  return end > start ? static_cast<double>(end - start) * 1e-6 : 0.0;
-}
-
 void wait_for(cl_event e, const char* what) {
   if (e) check(clWaitForEvents(1, &e), "clWaitForEvents", what);
 }
@@ -96,14 +86,15 @@ void HostStreamer::reserve(std::size_t slot_bytes, std::size_t result_bytes, std
 }
 
 void HostStreamer::collect(Slot& slot, double& kernel_ms, double& copy_ms) {
+  // Every event is waited on before its profile is read (see record_times).
   if (!slot.reduction.empty()) {
-    const cl_event last = slot.reduction.back();
-    check(clWaitForEvents(1, &last), "clWaitForEvents", "chunk reduction");
-    for (std::size_t i = 0; i + 1 < slot.reduction.size(); ++i) kernel_ms += profiled_ms(slot.reduction[i]);
+    check(clWaitForEvents(static_cast<cl_uint>(slot.reduction.size()), slot.reduction.data()), "clWaitForEvents",
+          "chunk reduction");
+    for (std::size_t i = 0; i + 1 < slot.reduction.size(); ++i) kernel_ms += event_ms(slot.reduction[i]);
   }
   if (slot.written) {
     check(clWaitForEvents(1, &slot.written), "clWaitForEvents", "chunk copy");
-    copy_ms += profiled_ms(slot.written);
+    copy_ms += event_ms(slot.written);
   }
   for (cl_event e : slot.reduction) clReleaseEvent(e);
   slot.reduction.clear();
@@ -131,7 +122,7 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
   rq.options.repeat = 1;
 
   using clock = std::chrono::steady_clock;
-  std::vector<double> kernel_times, copy_times, total_times;
+  StreamTimes times;
   Result r;
   for (int it = 0; it < options.warmup + options.repeat; ++it) {
     const auto t0 = clock::now();
@@ -229,9 +220,9 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
       copy_ms += value.transfer_ms;
     }
     if (it < options.warmup) continue;
-    total_times.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-    kernel_times.push_back(kernel_ms);
-    copy_times.push_back(copy_ms);
+    times.total_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    times.kernel_ms.push_back(kernel_ms);
+    times.transfer_ms.push_back(copy_ms);
     r.value = value.value;
     r.rounding_depth = value.rounding_depth;
     r.finish = value.finish;
@@ -243,12 +234,7 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
   r.n = n;
   r.op = op;
   r.type = type;
-  r.repeats = options.repeat;
-  r.kernel_ms = median(kernel_times);
-  r.transfer_ms = median(copy_times);
-  r.total_ms = median(total_times);
-  r.chunks = chunks;
-  r.bytes_per_s = r.total_ms > 0 ? double(n) * double(elem) / (r.total_ms * 1e-3) : 0;
+  times.fill(r, n, type, chunks);
   r.path = "stream: " + std::to_string(chunks) + " chunks of " + format_bytes(chunk * elem) + ", " +
            std::to_string(kDeviceSlots) + " device slots, " + std::to_string(kStagingBuffers) +
            " pinned staging buffers (CL_MEM_ALLOC_HOST_PTR)";

@@ -135,6 +135,13 @@ constexpr bool exact_applies(Op op, DType type) { return op == Op::Sum && is_flo
 std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, unsigned buffers,
                              std::uint64_t default_bytes = std::uint64_t{64} << 20);
 
+// The per-repetition times of a streamed reduction; fill() sets the Result fields they give
+// (repeats, kernel_ms, transfer_ms, total_ms as medians; chunks; bytes_per_s end to end).
+struct StreamTimes {
+  std::vector<double> kernel_ms, transfer_ms, total_ms;
+  void fill(Result& r, std::uint64_t n, DType type, std::uint64_t chunks) const;
+};
+
 // Median of a non-empty sample (the mean of the middle two for even sizes).
 double median(std::vector<double> sample);
 
