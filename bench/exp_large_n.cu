@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <vector>
 
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { std::printf("%s: %s\n", #x, cudaGetErrorName(e)); return 1; } } while (0)
+#include "probe_util.hpp"
+
+#define CK(x) cuda_or_exit((x), #x)
 
 template <bool Hint> __device__ __forceinline__ int4 load16(const int4* p) {
   if constexpr (Hint) {
@@ -56,9 +58,6 @@ int main() {
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int grid = sms * 8;
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
   long long *partials, *out;
   CK(cudaMalloc(&partials, grid * sizeof(long long)));
   CK(cudaMalloc(&out, sizeof(long long)));
@@ -83,24 +82,7 @@ int main() {
         case 4: k_sum<8, true><<<grid, 256>>>(v, n / 4, partials); break;
       }
     };
-    std::vector<std::vector<float>> t(5);
-    for (int r = 0; r < 43; ++r)
-      for (int j = 0; j < 5; ++j) {
-        const int w = (j + r) % 5;
-        CK(cudaEventRecord(a));
-        run(w);
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        if (r >= 3) t[w].push_back(ms);
-      }
-    CK(cudaGetLastError());
-    float med[5];
-    for (int w = 0; w < 5; ++w) {
-      std::sort(t[w].begin(), t[w].end());
-      med[w] = t[w][t[w].size() / 2];
-    }
+    const std::vector<float> med = interleaved_medians(5, 43, 3, run, [](int, int) {});
     std::printf("2^%d i32: cub %.1f us (%.0f GB/s); ratio to cub: U4 %.3f  U8 %.3f  U4+L2::256B %.3f  U8+L2::256B %.3f\n",
                 e, med[0] * 1e3, n * 4 / (med[0] * 1e-3) / 1e9, med[1] / med[0], med[2] / med[0], med[3] / med[0],
                 med[4] / med[0]);

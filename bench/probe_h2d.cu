@@ -16,32 +16,9 @@
 #include <thread>
 #include <vector>
 
-#define CK(x)                                                              \
-  do {                                                                     \
-    cudaError_t e_ = (x);                                                  \
-    if (e_ != cudaSuccess) {                                               \
-      std::printf("%s failed: %s\n", #x, cudaGetErrorString(e_));          \
-      std::exit(1);                                                        \
-    }                                                                      \
-  } while (0)
+#include "probe_util.hpp"
 
-using clk = std::chrono::steady_clock;
-static double since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
-
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-static void par_copy(char* dst, const char* src, size_t bytes, int threads) {
-  std::vector<std::thread> ts;
-  const size_t piece = (bytes / threads + 4095) & ~size_t(4095);
-  for (int t = 0; t < threads; ++t) {
-    const size_t a = std::min(bytes, t * piece), b = std::min(bytes, a + piece);
-    if (a < b) ts.emplace_back([=] { std::memcpy(dst + a, src + a, b - a); });
-  }
-  for (auto& t : ts) t.join();
-}
+#define CK(x) cuda_or_exit((x), #x)
 
 int main() {
   const size_t total = size_t(1) << 30;  // 1 GiB: 2^28 f32
