@@ -1,11 +1,12 @@
 // Rungs 7-10 and auto: a fixed grid that strides over the input (many elements per thread),
 // then a block reduction. cascade and shuffle write one partial per block; vector adds
-// 128-bit loads; single_pass and auto finish in the same launch (last block).
+// 128-bit loads; single_pass and auto finish in the same launch (finish.cuh).
 #pragma once
 
 #include <cstdint>
 
 #include "common.cuh"
+#include "finish.cuh"
 #include "tree.cuh"
 
 namespace xr::kern {
@@ -131,39 +132,22 @@ __device__ __forceinline__ Acc thread_vec_accumulate(const In* __restrict__ in, 
 }
 
 // 9. vector (LastBlock = false): one partial per block, a second launch finishes.
-// 10. single_pass / auto (LastBlock = true): each block stores its partial, a fence, an
-// atomic ticket; the block that draws the last ticket reduces the partials (read past L1),
-// writes *out and resets the counter to 0 for the next launch (no memset launch).
+// 10. single_pass / auto (LastBlock = true): the blocks' partials meet in one block of the
+// same launch (finish_blocks: published slots on sm_90+ for grid-stride, a ticket otherwise).
 // A grid of one block writes *out directly.
 template <class In, class Acc, xr::Op O, unsigned U, bool LastBlock, Deal D = Deal::GridStride>
 __global__ void __launch_bounds__(1024)
-    k_vec(const In* __restrict__ in, u64 n, Acc* __restrict__ out, Acc* partials, unsigned* counter) {
+    k_vec(const In* __restrict__ in, u64 n, Acc* __restrict__ out, FinishState finish) {
+  constexpr bool kPublish = D == Deal::GridStride;  // see finish_blocks
+  const u64 epoch = LastBlock ? launch_epoch<kPublish>(finish) : 0;
   Acc acc = thread_vec_accumulate<O, Acc, In, U, D>(in, n);
   acc = block_reduce<O>(acc);
   if constexpr (!LastBlock) {
     if (threadIdx.x == 0) out[blockIdx.x] = acc;
+  } else if (gridDim.x == 1) {
+    if (threadIdx.x == 0) *out = acc;
   } else {
-    if (gridDim.x == 1) {
-      if (threadIdx.x == 0) *out = acc;
-      return;
-    }
-    __shared__ bool is_last;
-    if (threadIdx.x == 0) {
-      partials[blockIdx.x] = acc;
-      __threadfence();
-      is_last = atomicAdd(counter, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (is_last) {
-      __threadfence();
-      Acc v = ident<O, Acc>();
-      for (unsigned j = threadIdx.x; j < gridDim.x; j += blockDim.x) v = apply<O>(v, load_cg(partials + j));
-      v = block_reduce<O>(v);
-      if (threadIdx.x == 0) {
-        *out = v;
-        *counter = 0;
-      }
-    }
+    finish_blocks<O, kPublish>(acc, epoch, out, finish);
   }
 }
 

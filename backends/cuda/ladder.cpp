@@ -1,7 +1,11 @@
 // The ladder table, errors, and the per-device / per-stream caches.
 #include "ladder.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
+#include <mutex>
+#include <utility>
 #include <tuple>
 
 #include "check.hpp"
@@ -97,15 +101,16 @@ const RungEntry& rung(const std::string& name) {
 
 Workspace::Workspace(int device, cudaStream_t stream) : device_(device), stream_(stream) {
   DeviceGuard guard(device);
-  // One allocation for the fixed part: partials, then result slot, then counter.
-  const std::size_t partial_bytes = kMaxSinglePassGrid * 8;
+  // One allocation for the fixed part: finish slots, then result slot, counter and epoch.
+  const std::size_t slot_bytes = kMaxSinglePassGrid * 16, bytes = slot_bytes + 256;
   void* base = nullptr;
-  check(cudaMalloc(&base, partial_bytes + 256), "cudaMalloc of " + format_bytes(partial_bytes + 256) + " (workspace)");
-  partials_ = base;
-  result_ = static_cast<char*>(base) + partial_bytes;
-  counter_ = reinterpret_cast<unsigned*>(static_cast<char*>(base) + partial_bytes + 128);
+  check(cudaMalloc(&base, bytes), "cudaMalloc of " + format_bytes(bytes) + " (workspace)");
+  slots_ = base;
+  result_ = static_cast<char*>(base) + slot_bytes;
+  counter_ = reinterpret_cast<unsigned*>(static_cast<char*>(base) + slot_bytes + 128);
+  epoch_ = reinterpret_cast<std::uint64_t*>(static_cast<char*>(base) + slot_bytes + 192);
   try {
-    check(cudaMemsetAsync(counter_, 0, sizeof(unsigned), stream_), "cudaMemsetAsync (ticket counter)");
+    check(cudaMemsetAsync(base, 0, bytes, stream_), "cudaMemsetAsync (finish state)");
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
@@ -133,7 +138,7 @@ Workspace::~Workspace() {
   exact_.reset();
   for (void* p : slot_)
     if (p) cudaFree(p);
-  cudaFree(partials_);
+  cudaFree(slots_);
   if (start_) cudaEventDestroy(start_);
   if (stop_) cudaEventDestroy(stop_);
   cudaGetLastError();
@@ -228,22 +233,40 @@ DeviceState& device_state(int device) {
   return *s;
 }
 
-int blocks_per_sm(const void* kernel, unsigned block, std::size_t dyn_smem, int device) {
+namespace {
+
+// A value queried from the runtime once per key and kept until exit.
+template <class Key, class Query> int cached(const Key& key, Query query) {
   static std::mutex mutex;
-  static auto* cache = new std::map<std::tuple<const void*, unsigned, std::size_t, int>, int>();
-  const auto key = std::make_tuple(kernel, block, dyn_smem, device);
+  static auto* cache = new std::map<Key, int>();
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache->find(key);
     if (it != cache->end()) return it->second;
   }
-  int blocks = 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, static_cast<int>(block), dyn_smem),
-        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  if (blocks < 1) blocks = 1;
+  const int value = query();
   std::lock_guard<std::mutex> lock(mutex);
-  (*cache)[key] = blocks;
-  return blocks;
+  (*cache)[key] = value;
+  return value;
+}
+
+}  // namespace
+
+int blocks_per_sm(const void* kernel, unsigned block, std::size_t dyn_smem, int device) {
+  return cached(std::make_tuple(kernel, block, dyn_smem, device), [&] {
+    int blocks = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, static_cast<int>(block), dyn_smem),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    return std::max(blocks, 1);
+  });
+}
+
+int ptx_version(const void* kernel, int device) {
+  return cached(std::make_pair(kernel, device), [&] {
+    cudaFuncAttributes a{};
+    check(cudaFuncGetAttributes(&a, kernel), "cudaFuncGetAttributes");
+    return a.ptxVersion;
+  });
 }
 
 }  // namespace xr::cu::detail

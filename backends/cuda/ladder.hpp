@@ -33,10 +33,10 @@ struct DeviceCaps {
 };
 
 // Temporary storage for reductions issued on one stream of one device. Everything a call
-// needs is either allocated here once (single-pass partials, the ticket counter, the result
-// slot of the synchronous API, timing events) or grown stream-ordered and kept (multi-pass
-// ping-pong partials, CUB temp storage). Two streams never share one: the single-pass counter
-// and partials are per stream.
+// needs is either allocated here once (the one-launch finish's slots, ticket counter and epoch,
+// the result slot of the synchronous API, timing events) or grown stream-ordered and kept
+// (multi-pass ping-pong partials, CUB temp storage). Two streams never share one: the finish
+// state is per stream.
 class Workspace {
  public:
   static constexpr u64 kMaxSinglePassGrid = 65536;
@@ -48,9 +48,12 @@ class Workspace {
 
   // A buffer of at least `bytes` for slot 0..2 (0, 1: multi-pass partials; 2: CUB temp).
   void* scratch(int slot, std::size_t bytes);
-  void* single_pass_partials() const { return partials_; }  // kMaxSinglePassGrid * 8 bytes
-  unsigned* counter() const { return counter_; }            // 0 between launches
-  void* result_slot() const { return result_; }              // 8 bytes
+  // The one-launch finish (kernels_cu/finish.cuh): kMaxSinglePassGrid slots of 16 bytes, a
+  // ticket counter (0 between launches) and the last epoch; all zero when allocated.
+  void* finish_slots() const { return slots_; }
+  unsigned* counter() const { return counter_; }
+  std::uint64_t* finish_epoch() const { return epoch_; }
+  void* result_slot() const { return result_; }  // 8 bytes
   cudaStream_t stream() const { return stream_; }
   cudaEvent_t start_event() const { return start_; }
   cudaEvent_t stop_event() const { return stop_; }
@@ -60,8 +63,9 @@ class Workspace {
  private:
   int device_;
   cudaStream_t stream_;
-  void* partials_ = nullptr;
+  void* slots_ = nullptr;
   unsigned* counter_ = nullptr;
+  std::uint64_t* epoch_ = nullptr;
   void* result_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   std::unique_ptr<cu_exact::Workspace> exact_;
@@ -87,6 +91,9 @@ DeviceState& device_state(int device);  // throws DeviceError for a bad index
 
 // Resident blocks per SM of `kernel` at this block size (cached per kernel, block, device).
 int blocks_per_sm(const void* kernel, unsigned block, std::size_t dyn_smem, int device);
+// The virtual architecture the kernel's code was compiled for (90: compute_90), cached; it
+// decides what #if __CUDA_ARCH__ picked in the kernel that runs.
+int ptx_version(const void* kernel, int device);
 
 // One reduction, arguments resolved. `in` has n elements of the input type, `out` receives
 // one value of the result type; both on caps->device. grid == 0: the rung's default.

@@ -56,11 +56,11 @@ struct Vector : PartialRung<Vector> {
   }
   template <class In, class Acc, Op O>
   static void launch(const In* in, u64 n, Acc* out, unsigned grid, const Launch& L) {
-    kern::k_vec<In, Acc, O, kUnroll, false><<<grid, L.block, 0, L.stream>>>(in, n, out, nullptr, nullptr);
+    kern::k_vec<In, Acc, O, kUnroll, false><<<grid, L.block, 0, L.stream>>>(in, n, out, kern::FinishState{});
   }
 };
 
-// One launch of k_vec with the last-block finish.
+// One launch of k_vec with the one-launch finish.
 template <class In, class Acc, Op O, Deal D = Deal::GridStride>
 Outcome single_launch(const Launch& L, u64 grid_u64, const char* variant) {
   if (grid_u64 > Workspace::kMaxSinglePassGrid)
@@ -69,11 +69,14 @@ Outcome single_launch(const Launch& L, u64 grid_u64, const char* variant) {
   const unsigned grid = to_grid(grid_u64, variant);
   kern::k_vec<In, Acc, O, kUnroll, true, D><<<grid, L.block, 0, L.stream>>>(
       static_cast<const In*>(L.in), L.n, static_cast<Acc*>(L.out),
-      static_cast<Acc*>(L.ws->single_pass_partials()), L.ws->counter());
+      kern::FinishState{static_cast<kern::FinishSlot*>(L.ws->finish_slots()), L.ws->counter(), L.ws->finish_epoch()});
   check_launch(variant);
   Outcome o;
   o.launches = 1;
-  o.finish = grid == 1 ? "one block" : "last block";
+  o.finish = grid == 1 ? "one block"
+             : D == Deal::GridStride && ptx_version(vec_kernel<In, Acc, O, true, D>(), L.caps->device) >= 90
+                 ? "published slots, combined in block order by the last block"
+                 : "last block (ticket)";
   // Segments round up to whole tiles: a thread may take up to kUnroll more packs.
   const u64 tile_slack = D == Deal::BlockSegments ? kUnroll * (16 / sizeof(In)) : 0;
   o.depth = vec_pass_depth(L.n, grid, L.block) + tile_slack + (grid > 1 ? pass_depth(grid, 1, L.block) : 0);
@@ -122,7 +125,7 @@ std::vector<RungEntry> grid_rungs() {
           "128-bit loads, 4 per thread in flight, misaligned head/tail handled; still a second launch for partials",
           KernelKind::Rung, 256, warps),
       make_entry<SinglePass>(
-          "one launch: partials + fence + atomic ticket, last block finishes and resets the counter; serial finish",
+          "one launch: the blocks' partials meet in one block (published slots or a ticket); serial finish",
           KernelKind::Rung, 256, warps),
   };
 }

@@ -338,6 +338,57 @@ TEST_CASE("reduce_async leaves the result on the device, on the caller's stream"
   CK(cudaStreamDestroy(s));
 }
 
+TEST_CASE("one-launch finish: each launch waits for its own partials, also when replayed from a graph") {
+  // Back-to-back launches on one stream over different data, with grids that grow, shrink and
+  // grow again: a finish that read a slot left by an earlier launch would return that launch's
+  // partial in place of this one's.
+  cudaStream_t s = nullptr;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const u64 n = (1u << 20) + 7;
+  std::vector<std::vector<std::int32_t>> data;
+  for (u64 seed : {11, 12, 13}) data.push_back(make_data<std::int32_t>(n, Op::Sum, seed));
+  DevBuf<std::int32_t> a(data[0]), b(data[1]), c(data[2]);
+  const std::int32_t* inputs[] = {a.p, b.p, c.p};
+  const u64 grids[] = {1000, 3, 517, 2, 1000, 64, 999};
+  DevBuf<std::int64_t> out(std::size(grids));
+  for (const char* kernel : {"auto", "single_pass"}) {
+    for (std::size_t i = 0; i < std::size(grids); ++i) {
+      xr::RunOptions opt;
+      opt.kernel = kernel;
+      opt.grid_size = grids[i];
+      xr::cu::reduce_async(inputs[i % 3], n, Op::Sum, out.p + i, s, opt);
+    }
+    std::int64_t got[std::size(grids)] = {};
+    CK(cudaMemcpyAsync(got, out.p, sizeof got, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    for (std::size_t i = 0; i < std::size(grids); ++i) {
+      INFO(kernel << " launch " << i << " grid " << grids[i]);
+      CHECK(got[i] == host_reduce(data[i % 3], Op::Sum, Accumulator::Wide).exact);
+    }
+  }
+  // The same launch replayed from a CUDA graph, the input changed between replays.
+  xr::RunOptions opt;
+  opt.grid_size = 700;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  xr::cu::reduce_async(a.p, n, Op::Sum, out.p, s, opt);
+  CK(cudaStreamEndCapture(s, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  for (std::size_t replay = 0; replay < 3; ++replay) {
+    CK(cudaMemcpyAsync(a.p, data[replay].data(), n * sizeof(std::int32_t), cudaMemcpyHostToDevice, s));
+    CK(cudaGraphLaunch(exec, s));
+    std::int64_t got = 0;
+    CK(cudaMemcpyAsync(&got, out.p, sizeof got, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    INFO("replay " << replay);
+    CHECK(got == host_reduce(data[replay], Op::Sum, Accumulator::Wide).exact);
+  }
+  CK(cudaGraphExecDestroy(exec));
+  CK(cudaGraphDestroy(graph));
+  CK(cudaStreamDestroy(s));
+}
+
 TEST_CASE("errors carry the CUDA name; nothing printed") {
   std::vector<float> host(1000, 1.0f);
   try {

@@ -1,0 +1,152 @@
+// The one-launch finish of single_pass and auto: every block's partial reaches one block,
+// which combines them in block order (so the result does not depend on which block ends
+// last). Measured on an H100 (bench/exp_finish.cu, f64 sum at 2^12..2^22, 2026-11-22): the
+// ticket finish cost 1.2-2.0 us over a kernel that only stores its partials; the published
+// slots 0.2-1.0 us less than the ticket (most at 2^20, 8 MB).
+#pragma once
+
+#include "common.cuh"
+
+namespace xr::kern {
+
+// A block's partial as its bit pattern (4-byte types zero-extended) and the epoch of the
+// launch that wrote it.
+struct alignas(16) FinishSlot {
+  u64 bits;
+  u64 epoch;
+};
+
+// What the finish needs from the workspace: the slots (one per block), the ticket counter (0
+// between launches) and the epoch of the last launch that published (advanced on the device,
+// so that a launch replayed from a CUDA graph still sees a new epoch).
+struct FinishState {
+  FinishSlot* slots;
+  unsigned* counter;
+  u64* epoch;
+};
+
+template <class T> __device__ __forceinline__ u64 to_bits(T v) {
+  if constexpr (sizeof(T) == 8) return bits_as<u64>(v);
+  else return bits_as<unsigned>(v);
+}
+template <class T> __device__ __forceinline__ T from_bits(u64 b) {
+  if constexpr (sizeof(T) == 8) return bits_as<T>(b);
+  else return bits_as<T>(static_cast<unsigned>(b));
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define XR_PUBLISHED_FINISH 1
+
+// One 128-bit atomic exchange: a reader never sees the epoch without its value.
+__device__ __forceinline__ void publish(FinishSlot* s, u64 bits, u64 epoch) {
+  asm volatile("{ .reg .b128 d, b; mov.b128 b, {%0, %1}; atom.relaxed.gpu.global.exch.b128 d, [%2], b; }" ::"l"(bits),
+               "l"(epoch), "l"(s)
+               : "memory");
+}
+
+// An atomic 128-bit read (compare-and-swap of {0, 0} with itself): a 16-byte vector load is
+// not single-copy atomic in the PTX memory model.
+__device__ __forceinline__ FinishSlot read_slot(FinishSlot* s) {
+  FinishSlot r;
+  asm volatile(
+      "{ .reg .b128 d, c; mov.b128 c, {%2, %2}; atom.relaxed.gpu.global.cas.b128 d, [%3], c, c; "
+      "mov.b128 {%0, %1}, d; }"
+      : "=l"(r.bits), "=l"(r.epoch)
+      : "l"(0ull), "l"(s)
+      : "memory");
+  return r;
+}
+#endif
+
+// The epoch this launch publishes with (read at kernel start, so that the load overlaps the
+// block's work). Only thread 0 of each block uses it.
+template <bool Publish> __device__ __forceinline__ u64 launch_epoch(const FinishState& f) {
+#ifdef XR_PUBLISHED_FINISH
+  if constexpr (Publish) return threadIdx.x == 0 ? *f.epoch + 1 : 0;
+#endif
+  (void)f;
+  return 0;
+}
+
+#ifdef XR_PUBLISHED_FINISH
+// Each block publishes {partial, epoch} in its slot with one atomic; the last block in the
+// grid (dispatched last, so most slots are full when it looks) waits for every slot to carry
+// this launch's epoch, 32 ns between reads at first, at most 256 ns later on. No fence, no
+// counter.
+template <xr::Op O, class Acc>
+__device__ __forceinline__ void finish_published(Acc acc, u64 epoch, Acc* out, const FinishState& f) {
+  const unsigned collector = gridDim.x - 1;
+  if (blockIdx.x != collector) {
+    if (threadIdx.x == 0) publish(f.slots + blockIdx.x, to_bits(acc), epoch);
+    return;
+  }
+  __shared__ Acc own;
+  __shared__ u64 this_epoch;
+  if (threadIdx.x == 0) {
+    own = acc;
+    this_epoch = epoch;
+  }
+  __syncthreads();
+  Acc v = ident<O, Acc>();
+  for (unsigned j = threadIdx.x; j < gridDim.x; j += blockDim.x) {
+    if (j == collector) {
+      v = apply<O>(v, own);
+      continue;
+    }
+    FinishSlot s = read_slot(f.slots + j);
+    for (unsigned pause = 32; s.epoch != this_epoch; pause = pause < 256 ? 2 * pause : pause) {
+      __nanosleep(pause);
+      s = read_slot(f.slots + j);
+    }
+    v = apply<O>(v, from_bits<Acc>(s.bits));
+  }
+  v = block_reduce<O>(v);
+  if (threadIdx.x == 0) {
+    *out = v;
+    *f.epoch = this_epoch;
+  }
+}
+#endif
+
+// A ticket: each block stores its partial (partials: the slots' memory as a dense array),
+// fences and draws a ticket; the block that draws the last one reads the partials and resets
+// the counter to 0 for the next launch.
+template <xr::Op O, class Acc> __device__ __forceinline__ void finish_ticket(Acc acc, Acc* out, const FinishState& f) {
+  Acc* partials = reinterpret_cast<Acc*>(f.slots);
+  __shared__ bool is_last;
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = acc;
+    __threadfence();
+    is_last = atomicAdd(f.counter, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+  Acc v = ident<O, Acc>();
+  for (unsigned j = threadIdx.x; j < gridDim.x; j += blockDim.x) v = apply<O>(v, load_cg(partials + j));
+  v = block_reduce<O>(v);
+  if (threadIdx.x == 0) {
+    *out = v;
+    *f.counter = 0;
+  }
+}
+
+// Combines the blocks' partials (acc: this block's, valid in thread 0) into *out, in block
+// order; every thread of every block calls it. gridDim.x > 1. Publish: published slots where
+// the device has 128-bit atomics (sm_90+), else the ticket. The ticket never spins, so it
+// serves where the finish's microsecond does not matter (inputs streamed from HBM): on an H100
+// (bench/RESULTS.md, 2026-11-22), auto's block segments with the published finish ran at
+// 1.003-1.024 of CUB's time at 2^29..2^30 elements, with this ticket at 0.99-1.006.
+template <xr::Op O, bool Publish, class Acc>
+__device__ __forceinline__ void finish_blocks(Acc acc, u64 epoch, Acc* out, const FinishState& f) {
+#ifdef XR_PUBLISHED_FINISH
+  if constexpr (Publish) {
+    finish_published<O>(acc, epoch, out, f);
+    return;
+  }
+#endif
+  (void)epoch;
+  finish_ticket<O>(acc, out, f);
+}
+
+}  // namespace xr::kern
