@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
 
   std::vector<Row> rows;
   rows.push_back({"pinned H2D copy (link)", link, 1.0, "link", "cudaMemcpyAsync, 1 call"});
-  rows.push_back({"pageable -> pinned memcpy (fill)", fill, fill / link, "link", "xr::parallel_copy, 8 threads, 2 x 64 MiB pinned"});
+  rows.push_back({"pageable -> pinned memcpy (fill)", fill, fill / link, "link", "xr::parallel_copy (up to 16 threads), 2 x 64 MiB pinned"});
   rows.push_back({"file read, warm cache", file_rate, file_rate / link, "link", "FileSource::read, 2 x 64 MiB pinned"});
 
   xr::RunOptions o;

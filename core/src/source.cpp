@@ -7,6 +7,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "xreduce/error.hpp"
@@ -16,7 +17,9 @@ namespace xr {
 namespace {
 
 constexpr std::size_t kBytesPerThread = std::size_t{4} << 20;
-constexpr unsigned kMaxThreads = 8;  // 16 threads add ~10% on the H100 host (bench/RESULTS.md)
+// H100 host (16-core Xeon VM), 64 MiB into pinned memory: 28.5 GB/s with 8 threads, 38.0 with
+// 16 (bench/probe_fill.cu, bench/RESULTS.md).
+constexpr unsigned kMaxThreads = 16;
 
 unsigned threads_for(std::size_t bytes, unsigned requested) {
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
@@ -56,6 +59,26 @@ void parallel_copy(void* dst, const void* src, std::size_t bytes, unsigned threa
   const auto* s = static_cast<const unsigned char*>(src);
   in_pieces(bytes, threads_for(bytes, threads),
             [&](std::size_t begin, std::size_t end) { std::memcpy(d + begin, s + begin, end - begin); });
+}
+
+ChunkReader::~ChunkReader() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void ChunkReader::start(ChunkSource& source, std::uint64_t first, std::uint64_t count, void* dst) {
+  join();
+  thread_ = std::thread([this, &source, first, count, dst] {
+    try {
+      source.read(first, count, dst);
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  });
+}
+
+void ChunkReader::join() {
+  if (thread_.joinable()) thread_.join();
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 void ArraySource::read(std::uint64_t first, std::uint64_t count, void* dst) {

@@ -11,37 +11,6 @@
 #include "xreduce/source.hpp"
 
 namespace xr {
-namespace {
-
-// Reads one chunk on its own thread; join() rethrows what the read threw.
-class ChunkReader {
- public:
-  ChunkReader() = default;
-  ChunkReader(const ChunkReader&) = delete;
-  ChunkReader& operator=(const ChunkReader&) = delete;
-  ~ChunkReader() {
-    if (thread_.joinable()) thread_.join();
-  }
-  void start(ChunkSource& source, std::uint64_t first, std::uint64_t count, void* dst) {
-    thread_ = std::thread([this, &source, first, count, dst] {
-      try {
-        source.read(first, count, dst);
-      } catch (...) {
-        error_ = std::current_exception();
-      }
-    });
-  }
-  void join() {
-    if (thread_.joinable()) thread_.join();
-    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-  }
-
- private:
-  std::thread thread_;
-  std::exception_ptr error_;
-};
-
-}  // namespace
 
 Result Reducer::reduce(ChunkSource& source, Op op, const RunOptions& options) {
   if (options.repeat < 1) throw InvalidArgument("reduce: repeat must be at least 1");

@@ -129,10 +129,9 @@ struct Request {
   RunOptions options;
   FinishPolicy finish = FinishPolicy::Auto;
   // Streamed chunks (host_stream.cpp): when `sink` is set, one reduction (no warmup, no repeat)
-  // starts after the event `after` (if any) and copies its result into cell `sink_cell` of
-  // `sink` instead of reading it back; the call returns at once, without the value or times,
-  // and hands its events (kernels, then the copy) to *events, which must be given.
-  cl_event after = nullptr;
+  // copies its result into cell `sink_cell` of `sink` instead of reading it back; the call
+  // returns at once, without the value or times, and hands its events (kernels, then the
+  // copy) to *events, which must be given.
   cl_mem sink = nullptr;
   std::uint64_t sink_cell = 0;
   std::vector<cl_event>* events = nullptr;
@@ -221,18 +220,20 @@ Result exact_on_queue(const Request& request, const Rung& rung, const DeviceCaps
 
 // ---- the streamed host path (host_stream.cpp) ------------------------------------------------
 
-// Chunks in flight, as on CUDA (backends/cuda/host_stream.hpp cites the measurements): 3 device
-// slots, 2 page-locked staging buffers (CL_MEM_ALLOC_HOST_PTR, mapped once).
+// Chunks in flight: 3 device slots as on CUDA (backends/cuda/host_stream.hpp cites the
+// measurements) and 3 page-locked staging buffers (CL_MEM_ALLOC_HOST_PTR, mapped once), so
+// that the reading thread waits for the copy of the chunk before last, not the last one.
 constexpr unsigned kDeviceSlots = 3;
-constexpr unsigned kStagingBuffers = 2;
+constexpr unsigned kStagingBuffers = 3;
+static_assert(kStagingBuffers <= kDeviceSlots, "a staging buffer's copy event lives in a slot");
 
-// A ChunkSource streamed to one device: chunks are read into the staging buffers, written to
-// device slots on a second queue, and reduced on the reducer's queue into cells of a buffer of
-// chunk results, which is reduced last (auto), in order. Exact mode reduces chunk k-1 while
-// chunk k is copied and merges the chunk states on the host. Buffers are kept between calls.
+// A ChunkSource streamed to one device: chunks are read on a second thread into the staging
+// buffers, then written to device slots and reduced into cells of a buffer of chunk results
+// on the reducer's in-order queue; the results are reduced last (auto), in order. Exact mode
+// merges the chunk states on the host. Buffers are kept between calls.
 class HostStreamer {
  public:
-  HostStreamer(const DeviceCaps& caps, cl_context context, cl_command_queue compute);
+  HostStreamer(const DeviceCaps& caps, cl_context context, cl_command_queue queue);
   ~HostStreamer();
   HostStreamer(const HostStreamer&) = delete;
   HostStreamer& operator=(const HostStreamer&) = delete;
@@ -250,8 +251,7 @@ class HostStreamer {
 
   const DeviceCaps& caps_;
   cl_context context_;
-  cl_command_queue compute_;
-  cl_command_queue copy_ = nullptr;
+  cl_command_queue queue_;  // the reducer's (profiling, in order)
   Slot slots_[kDeviceSlots];
   cl_mem device_[kDeviceSlots] = {};
   std::size_t slot_bytes_ = 0;

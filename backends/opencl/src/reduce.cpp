@@ -372,10 +372,6 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   for (int it = 0; it < runs; ++it) {
     EventChain ev;
     auto wait = [&](cl_uint& count) -> const cl_event* {
-      if (ev.events.empty() && rq.after) {
-        count = 1;
-        return &rq.after;
-      }
       count = ev.wait_count();
       return ev.wait_list();
     };

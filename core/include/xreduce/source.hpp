@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "xreduce/io.hpp"
 #include "xreduce/reducer.hpp"
@@ -84,8 +86,25 @@ class ProgressSource final : public ChunkSource {
   Report report_;
 };
 
-// memcpy with up to `threads` threads (0: up to 8, one per 4 MiB): one thread cannot move
+// memcpy with up to `threads` threads (0: up to 16, one per 4 MiB): one thread cannot move
 // host memory at the PCIe link's rate (bench/RESULTS.md, "Host path").
 void parallel_copy(void* dst, const void* src, std::size_t bytes, unsigned threads = 0);
+
+// Reads one chunk of a source on its own thread, so that the caller can queue device work
+// meanwhile. join() waits and rethrows what the read threw; the destructor waits too.
+class ChunkReader {
+ public:
+  ChunkReader() = default;
+  ChunkReader(const ChunkReader&) = delete;
+  ChunkReader& operator=(const ChunkReader&) = delete;
+  ~ChunkReader();
+  // Starts source.read(first, count, dst); a read still running is joined first.
+  void start(ChunkSource& source, std::uint64_t first, std::uint64_t count, void* dst);
+  void join();
+
+ private:
+  std::thread thread_;
+  std::exception_ptr error_;
+};
 
 }  // namespace xr
