@@ -16,13 +16,15 @@ struct alignas(16) FinishSlot {
   u64 epoch;
 };
 
-// What the finish needs from the workspace: the slots (one per block), the ticket counter (0
-// between launches) and the epoch of the last launch that published (advanced on the device,
-// so that a launch replayed from a CUDA graph still sees a new epoch).
+// What the finish needs from the workspace: the published slots (one per block) and the epoch
+// of the last launch that published (advanced on the device, so that a launch replayed from a
+// CUDA graph still sees a new epoch); the ticket's partials (one per block, apart from the
+// slots, so that no partial is ever read as an epoch) and counter (0 between launches).
 struct FinishState {
   FinishSlot* slots;
-  unsigned* counter;
   u64* epoch;
+  void* partials;
+  unsigned* counter;
 };
 
 template <class T> __device__ __forceinline__ u64 to_bits(T v) {
@@ -108,11 +110,10 @@ __device__ __forceinline__ void finish_published(Acc acc, u64 epoch, Acc* out, c
 }
 #endif
 
-// A ticket: each block stores its partial (partials: the slots' memory as a dense array),
-// fences and draws a ticket; the block that draws the last one reads the partials and resets
-// the counter to 0 for the next launch.
+// A ticket: each block stores its partial, fences and draws a ticket; the block that draws
+// the last one reads the partials and resets the counter to 0 for the next launch.
 template <xr::Op O, class Acc> __device__ __forceinline__ void finish_ticket(Acc acc, Acc* out, const FinishState& f) {
-  Acc* partials = reinterpret_cast<Acc*>(f.slots);
+  Acc* partials = static_cast<Acc*>(f.partials);
   __shared__ bool is_last;
   if (threadIdx.x == 0) {
     partials[blockIdx.x] = acc;

@@ -101,14 +101,18 @@ const RungEntry& rung(const std::string& name) {
 
 Workspace::Workspace(int device, cudaStream_t stream) : device_(device), stream_(stream) {
   DeviceGuard guard(device);
-  // One allocation for the fixed part: finish slots, then result slot, counter and epoch.
-  const std::size_t slot_bytes = kMaxSinglePassGrid * 16, bytes = slot_bytes + 256;
+  // One allocation for the fixed part: finish slots, ticket partials, then result slot,
+  // counter and epoch.
+  const std::size_t slot_bytes = kMaxSinglePassGrid * 16, partial_bytes = kMaxSinglePassGrid * 8;
+  const std::size_t bytes = slot_bytes + partial_bytes + 256;
   void* base = nullptr;
   check(cudaMalloc(&base, bytes), "cudaMalloc of " + format_bytes(bytes) + " (workspace)");
+  char* fixed = static_cast<char*>(base) + slot_bytes + partial_bytes;
   slots_ = base;
-  result_ = static_cast<char*>(base) + slot_bytes;
-  counter_ = reinterpret_cast<unsigned*>(static_cast<char*>(base) + slot_bytes + 128);
-  epoch_ = reinterpret_cast<std::uint64_t*>(static_cast<char*>(base) + slot_bytes + 192);
+  partials_ = static_cast<char*>(base) + slot_bytes;
+  result_ = fixed;
+  counter_ = reinterpret_cast<unsigned*>(fixed + 128);
+  epoch_ = reinterpret_cast<std::uint64_t*>(fixed + 192);
   try {
     check(cudaMemsetAsync(base, 0, bytes, stream_), "cudaMemsetAsync (finish state)");
     check(cudaEventCreate(&start_), "cudaEventCreate");

@@ -48,11 +48,13 @@ class Workspace {
 
   // A buffer of at least `bytes` for slot 0..2 (0, 1: multi-pass partials; 2: CUB temp).
   void* scratch(int slot, std::size_t bytes);
-  // The one-launch finish (kernels_cu/finish.cuh): kMaxSinglePassGrid slots of 16 bytes, a
-  // ticket counter (0 between launches) and the last epoch; all zero when allocated.
+  // The one-launch finish (kernels_cu/finish.cuh): kMaxSinglePassGrid published slots of 16
+  // bytes and the last epoch; kMaxSinglePassGrid ticket partials of 8 bytes and the ticket
+  // counter (0 between launches). All zero when allocated.
   void* finish_slots() const { return slots_; }
-  unsigned* counter() const { return counter_; }
   std::uint64_t* finish_epoch() const { return epoch_; }
+  void* ticket_partials() const { return partials_; }
+  unsigned* counter() const { return counter_; }
   void* result_slot() const { return result_; }  // 8 bytes
   cudaStream_t stream() const { return stream_; }
   cudaEvent_t start_event() const { return start_; }
@@ -64,8 +66,9 @@ class Workspace {
   int device_;
   cudaStream_t stream_;
   void* slots_ = nullptr;
-  unsigned* counter_ = nullptr;
   std::uint64_t* epoch_ = nullptr;
+  void* partials_ = nullptr;
+  unsigned* counter_ = nullptr;
   void* result_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   std::unique_ptr<cu_exact::Workspace> exact_;

@@ -69,7 +69,8 @@ Outcome single_launch(const Launch& L, u64 grid_u64, const char* variant) {
   const unsigned grid = to_grid(grid_u64, variant);
   kern::k_vec<In, Acc, O, kUnroll, true, D><<<grid, L.block, 0, L.stream>>>(
       static_cast<const In*>(L.in), L.n, static_cast<Acc*>(L.out),
-      kern::FinishState{static_cast<kern::FinishSlot*>(L.ws->finish_slots()), L.ws->counter(), L.ws->finish_epoch()});
+      kern::FinishState{static_cast<kern::FinishSlot*>(L.ws->finish_slots()), L.ws->finish_epoch(),
+                        L.ws->ticket_partials(), L.ws->counter()});
   check_launch(variant);
   Outcome o;
   o.launches = 1;
