@@ -1,8 +1,5 @@
 // Streamed sources on host backends: Reducer::reduce(ChunkSource&) and the default run_stream.
 #include <chrono>
-#include <exception>
-#include <thread>
-#include <utility>
 #include <vector>
 
 #include "xreduce/error.hpp"

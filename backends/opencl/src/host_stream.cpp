@@ -30,6 +30,11 @@ HostStreamer::HostStreamer(const DeviceCaps& caps, cl_context context, cl_comman
     : caps_(caps), context_(context), queue_(queue) {}
 
 HostStreamer::~HostStreamer() {
+  drain();
+  release_buffers();
+}
+
+void HostStreamer::drain() noexcept {
   clFinish(queue_);
   double ignore_kernel = 0, ignore_copy = 0;
   for (auto& s : slots_) {
@@ -38,7 +43,6 @@ HostStreamer::~HostStreamer() {
     } catch (...) {
     }
   }
-  release_buffers();
 }
 
 void HostStreamer::release_buffers() {
@@ -173,14 +177,7 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
       }
       for (auto& slot : slots_) collect(slot, kernel_ms, copy_ms);
     } catch (...) {
-      clFinish(queue_);
-      double ignore_kernel = 0, ignore_copy = 0;
-      for (auto& slot : slots_) {
-        try {
-          collect(slot, ignore_kernel, ignore_copy);
-        } catch (...) {
-        }
-      }
+      drain();  // nothing left in flight that reads the staging buffers or slots
       throw;
     }
     Result value;

@@ -247,6 +247,7 @@ class HostStreamer {
   };
   void reserve(std::size_t slot_bytes, std::size_t result_bytes, std::uint64_t limit);
   void collect(Slot& slot, double& kernel_ms, double& copy_ms);  // waits, adds times, releases
+  void drain() noexcept;  // finishes the queue and releases every slot's events, errors ignored
   void release_buffers();
 
   const DeviceCaps& caps_;
