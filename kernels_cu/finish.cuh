@@ -25,6 +25,7 @@ struct FinishState {
   u64* epoch;
   void* partials;
   unsigned* counter;
+  unsigned* tile_counter;  // dynamic_tiles: the next tile to draw (0 between launches)
 };
 
 template <class T> __device__ __forceinline__ u64 to_bits(T v) {
@@ -110,26 +111,43 @@ __device__ __forceinline__ void finish_published(Acc acc, u64 epoch, Acc* out, c
 }
 #endif
 
-// A ticket: each block stores its partial, fences and draws a ticket; the block that draws
-// the last one reads the partials and resets the counter to 0 for the next launch.
-template <xr::Op O, class Acc> __device__ __forceinline__ void finish_ticket(Acc acc, Acc* out, const FinishState& f) {
-  Acc* partials = static_cast<Acc*>(f.partials);
+// The ticket over `count` partials the blocks have stored in f.partials (in the order they
+// are to be combined): each block fences and draws a ticket; the block that draws the last one
+// combines the partials and resets the counters to 0 for the next launch. Eight loads in flight
+// per thread, combined in index order, keep the result independent of who collects.
+template <xr::Op O, class Acc> __device__ __forceinline__ void ticket_collect(u64 count, Acc* out, const FinishState& f) {
+  const Acc* partials = static_cast<const Acc*>(f.partials);
   __shared__ bool is_last;
   if (threadIdx.x == 0) {
-    partials[blockIdx.x] = acc;
     __threadfence();
     is_last = atomicAdd(f.counter, 1u) == gridDim.x - 1;
   }
   __syncthreads();
   if (!is_last) return;
   __threadfence();
+  constexpr unsigned kInFlight = 8;
   Acc v = ident<O, Acc>();
-  for (unsigned j = threadIdx.x; j < gridDim.x; j += blockDim.x) v = apply<O>(v, load_cg(partials + j));
+  u64 j = threadIdx.x;
+  for (; j + (kInFlight - 1) * blockDim.x < count; j += kInFlight * blockDim.x) {
+    Acc r[kInFlight];
+#pragma unroll
+    for (unsigned k = 0; k < kInFlight; ++k) r[k] = load_cg(partials + j + k * blockDim.x);
+#pragma unroll
+    for (unsigned k = 0; k < kInFlight; ++k) v = apply<O>(v, r[k]);
+  }
+  for (; j < count; j += blockDim.x) v = apply<O>(v, load_cg(partials + j));
   v = block_reduce<O>(v);
   if (threadIdx.x == 0) {
     *out = v;
     *f.counter = 0;
+    if (f.tile_counter) *f.tile_counter = 0;
   }
+}
+
+// A ticket over one partial per block (acc: this block's, valid in thread 0).
+template <xr::Op O, class Acc> __device__ __forceinline__ void finish_ticket(Acc acc, Acc* out, const FinishState& f) {
+  if (threadIdx.x == 0) static_cast<Acc*>(f.partials)[blockIdx.x] = acc;
+  ticket_collect<O>(gridDim.x, out, f);
 }
 
 // Combines the blocks' partials (acc: this block's, valid in thread 0) into *out, in block

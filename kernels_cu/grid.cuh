@@ -1,6 +1,7 @@
-// Rungs 7-10 and auto: a fixed grid that strides over the input (many elements per thread),
+// Rungs 7-11 and auto: a fixed grid that strides over the input (many elements per thread),
 // then a block reduction. cascade and shuffle write one partial per block; vector adds
-// 128-bit loads; single_pass and auto finish in the same launch (finish.cuh).
+// 128-bit loads; single_pass and auto finish in the same launch (finish.cuh); dynamic_tiles
+// draws its share of the input at run time.
 #pragma once
 
 #include <cstdint>
@@ -52,14 +53,15 @@ template <class In> struct alignas(16) Pack {
 // and its threads stride by the block width inside it, so each block's U loads per iteration
 // cover U * blockDim * 16 contiguous bytes (CUB's even-share tiling); its loads stream (no L1
 // allocation, 256-byte L2 prefetch), which pays once the input is larger than the L2.
-enum class Deal { GridStride, BlockSegments };
+// DynamicTiles: blocks draw fixed tiles from a counter (k_vec_tiles), streaming loads too.
+enum class Deal { GridStride, BlockSegments, DynamicTiles };
 
 // One LDG.128. Streaming form measured on an H100 (bench/exp_large_n.cu, 2026-11-22): a bare
 // segmented sum went from 0.955-0.991x to 0.907-0.988x of CUB's time at n = 2^26..2^30 i32.
 template <Deal D, class In> __device__ __forceinline__ Pack<In> load_pack(const Pack<In>* p) {
   int4 raw;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (D == Deal::BlockSegments) {
+  if constexpr (D != Deal::GridStride) {
     asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.s32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
                  : "l"(p));
@@ -87,37 +89,10 @@ __device__ __forceinline__ Acc reduce_packs(const Pack<In> (&r)[K]) {
   return t[0];
 }
 
-// The per-thread part of vector/single_pass/auto: 128-bit loads, U per thread per iteration
-// (independent, so U loads are in flight before the first is used). The misaligned head
-// (before the first 16-byte boundary) and the tail (after the last whole pack) are fewer than
-// 2*16/sizeof(In) elements: the first threads take one each.
-// The pointer must be aligned to sizeof(In).
-template <xr::Op O, class Acc, class In, unsigned U, Deal D = Deal::GridStride>
-__device__ __forceinline__ Acc thread_vec_accumulate(const In* __restrict__ in, u64 n) {
-  constexpr unsigned V = Pack<In>::size;
-  const auto addr = reinterpret_cast<std::uintptr_t>(in);
-  u64 head = ((16u - (addr & 15u)) & 15u) / sizeof(In);
-  if (head > n) head = n;
-  const u64 nvec = (n - head) / V;
-  const u64 tail_begin = head + nvec * V;
-  const u64 tid = u64(blockIdx.x) * blockDim.x + threadIdx.x;
-  const u64 stride = u64(gridDim.x) * blockDim.x;
-
+// Packs i, i + step, ... below end, U loads in flight, combined into one value.
+template <xr::Op O, class Acc, class In, unsigned U, Deal D>
+__device__ __forceinline__ Acc accumulate_packs(const Pack<In>* __restrict__ vin, u64 i, u64 end, u64 step) {
   Acc acc = ident<O, Acc>();
-  if (tid < head) acc = static_cast<Acc>(in[tid]);
-  else if (tid - head < n - tail_begin) acc = static_cast<Acc>(in[tail_begin + (tid - head)]);
-
-  const Pack<In>* vin = reinterpret_cast<const Pack<In>*>(in + head);
-  u64 i = tid, end = nvec, step = stride;
-  if constexpr (D == Deal::BlockSegments) {
-    const u64 tile = u64(blockDim.x) * U;
-    const u64 segment = (nvec + gridDim.x - 1) / gridDim.x;
-    const u64 per_block = (segment + tile - 1) / tile * tile;
-    const u64 begin = u64(blockIdx.x) * per_block;
-    end = begin < nvec ? (nvec - begin < per_block ? nvec : begin + per_block) : begin;
-    i = begin + threadIdx.x;
-    step = blockDim.x;
-  }
   for (; i + (U - 1) * step < end; i += U * step) {
     Pack<In> r[U];
 #pragma unroll
@@ -129,6 +104,52 @@ __device__ __forceinline__ Acc thread_vec_accumulate(const In* __restrict__ in, 
     acc = apply<O>(acc, reduce_packs<O, Acc>(r));
   }
   return acc;
+}
+
+// The misaligned head (elements before the first 16-byte boundary, fewer than one pack) and
+// the tail (after the last whole pack): what is left for packs, and where the tail starts.
+template <class In> struct PackSplit {
+  u64 head, nvec, tail_begin;
+  __device__ __forceinline__ PackSplit(const In* in, u64 n) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(in);
+    head = ((16u - (addr & 15u)) & 15u) / sizeof(In);
+    if (head > n) head = n;
+    nvec = (n - head) / Pack<In>::size;
+    tail_begin = head + nvec * Pack<In>::size;
+  }
+  // The head or tail element that thread `t` takes (t < head: head, then the tail), else id.
+  template <xr::Op O, class Acc> __device__ __forceinline__ Acc edge(const In* in, u64 n, u64 t) const {
+    if (t < head) return static_cast<Acc>(in[t]);
+    if (t - head < n - tail_begin) return static_cast<Acc>(in[tail_begin + (t - head)]);
+    return ident<O, Acc>();
+  }
+};
+
+// The per-thread part of vector/single_pass/auto: 128-bit loads, U per thread per iteration
+// (independent, so U loads are in flight before the first is used). The misaligned head
+// (before the first 16-byte boundary) and the tail (after the last whole pack) are fewer than
+// 2*16/sizeof(In) elements: the first threads take one each.
+// The pointer must be aligned to sizeof(In).
+template <xr::Op O, class Acc, class In, unsigned U, Deal D = Deal::GridStride>
+__device__ __forceinline__ Acc thread_vec_accumulate(const In* __restrict__ in, u64 n) {
+  const PackSplit<In> split(in, n);
+  const u64 nvec = split.nvec;
+  const u64 tid = u64(blockIdx.x) * blockDim.x + threadIdx.x;
+  const u64 stride = u64(gridDim.x) * blockDim.x;
+  const Acc acc = split.template edge<O, Acc>(in, n, tid);
+
+  const Pack<In>* vin = reinterpret_cast<const Pack<In>*>(in + split.head);
+  u64 i = tid, end = nvec, step = stride;
+  if constexpr (D == Deal::BlockSegments) {
+    const u64 tile = u64(blockDim.x) * U;
+    const u64 segment = (nvec + gridDim.x - 1) / gridDim.x;
+    const u64 per_block = (segment + tile - 1) / tile * tile;
+    const u64 begin = u64(blockIdx.x) * per_block;
+    end = begin < nvec ? (nvec - begin < per_block ? nvec : begin + per_block) : begin;
+    i = begin + threadIdx.x;
+    step = blockDim.x;
+  }
+  return apply<O>(acc, accumulate_packs<O, Acc, In, U, D>(vin, i, end, step));
 }
 
 // 9. vector (LastBlock = false): one partial per block, a second launch finishes.
@@ -149,6 +170,40 @@ __global__ void __launch_bounds__(1024)
   } else {
     finish_blocks<O, kPublish>(acc, epoch, out, finish);
   }
+}
+
+// 11. dynamic_tiles (and auto from 2 GiB): blocks draw tiles of tile_packs packs from a
+// counter, so SMs that stream faster take more of the input; static segments leave a quarter
+// of the SMs idle for the last quarter of the kernel (bench/exp_tail.cu). Each tile is summed
+// by one block in a fixed order and stored; the last block combines the tile partials in tile
+// order, so the result depends neither on which block drew which tile nor on the grid. Tile 0
+// also takes the misaligned head and the tail. Tiles: at most the workspace's partials.
+template <class In, class Acc, xr::Op O, unsigned U>
+__global__ void __launch_bounds__(1024)
+    k_vec_tiles(const In* __restrict__ in, u64 n, u64 tile_packs, Acc* __restrict__ out, FinishState finish) {
+  const PackSplit<In> split(in, n);
+  const u64 tiles = split.nvec ? (split.nvec + tile_packs - 1) / tile_packs : 1;
+  const Pack<In>* vin = reinterpret_cast<const Pack<In>*>(in + split.head);
+  Acc* partials = static_cast<Acc*>(finish.partials);
+  __shared__ unsigned drawn;
+  if (threadIdx.x == 0) drawn = atomicAdd(finish.tile_counter, 1u);
+  __syncthreads();
+  for (;;) {
+    const u64 t = drawn;
+    if (t >= tiles) break;
+    unsigned ahead = 0;  // the next draw, overlapped with this tile's loads
+    if (threadIdx.x == 0) ahead = atomicAdd(finish.tile_counter, 1u);
+    const u64 begin = t * tile_packs, end = min(split.nvec, begin + tile_packs);
+    Acc acc = t == 0 ? split.template edge<O, Acc>(in, n, threadIdx.x) : ident<O, Acc>();
+    acc = apply<O>(acc, accumulate_packs<O, Acc, In, U, Deal::DynamicTiles>(vin, begin + threadIdx.x, end, blockDim.x));
+    acc = block_reduce<O>(acc);  // ends with a barrier: every thread has read `drawn`
+    if (threadIdx.x == 0) {
+      partials[t] = acc;
+      drawn = ahead;
+    }
+    __syncthreads();
+  }
+  ticket_collect<O>(tiles, out, finish);
 }
 
 }  // namespace xr::kern

@@ -102,7 +102,7 @@ const RungEntry& rung(const std::string& name) {
 Workspace::Workspace(int device, cudaStream_t stream) : device_(device), stream_(stream) {
   DeviceGuard guard(device);
   // One allocation for the fixed part: finish slots, ticket partials, then result slot,
-  // counter and epoch.
+  // counters and epoch.
   const std::size_t slot_bytes = kMaxSinglePassGrid * 16, partial_bytes = kMaxSinglePassGrid * 8;
   const std::size_t bytes = slot_bytes + partial_bytes + 256;
   void* base = nullptr;
@@ -112,6 +112,7 @@ Workspace::Workspace(int device, cudaStream_t stream) : device_(device), stream_
   partials_ = static_cast<char*>(base) + slot_bytes;
   result_ = fixed;
   counter_ = reinterpret_cast<unsigned*>(fixed + 128);
+  tile_counter_ = reinterpret_cast<unsigned*>(fixed + 160);
   epoch_ = reinterpret_cast<std::uint64_t*>(fixed + 192);
   try {
     check(cudaMemsetAsync(base, 0, bytes, stream_), "cudaMemsetAsync (finish state)");

@@ -50,11 +50,12 @@ class Workspace {
   void* scratch(int slot, std::size_t bytes);
   // The one-launch finish (kernels_cu/finish.cuh): kMaxSinglePassGrid published slots of 16
   // bytes and the last epoch; kMaxSinglePassGrid ticket partials of 8 bytes and the ticket
-  // counter (0 between launches). All zero when allocated.
+  // counter (0 between launches); dynamic_tiles' tile counter. All zero when allocated.
   void* finish_slots() const { return slots_; }
   std::uint64_t* finish_epoch() const { return epoch_; }
   void* ticket_partials() const { return partials_; }
   unsigned* counter() const { return counter_; }
+  unsigned* tile_counter() const { return tile_counter_; }  // dynamic_tiles' draws (0 between launches)
   void* result_slot() const { return result_; }  // 8 bytes
   cudaStream_t stream() const { return stream_; }
   cudaEvent_t start_event() const { return start_; }
@@ -69,6 +70,7 @@ class Workspace {
   std::uint64_t* epoch_ = nullptr;
   void* partials_ = nullptr;
   unsigned* counter_ = nullptr;
+  unsigned* tile_counter_ = nullptr;
   void* result_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   std::unique_ptr<cu_exact::Workspace> exact_;
@@ -146,7 +148,7 @@ const RungEntry& rung(const std::string& name);  // InvalidArgument listing the 
 
 // Entry factories, one per rung family (each in its own translation unit).
 std::vector<RungEntry> tree_rungs();     // rungs_tree.cu: interleaved_divergent .. unroll_complete
-std::vector<RungEntry> grid_rungs();     // rungs_grid.cu: cascade, shuffle, vector, single_pass
+std::vector<RungEntry> grid_rungs();     // rungs_grid.cu: cascade, shuffle, vector, single_pass, dynamic_tiles
 std::vector<RungEntry> atomic_rungs();   // rungs_atomic.cu
 RungEntry nested_rung();                 // nested.cu (separable compilation)
 RungEntry cub_rung();                    // cub_baseline.cu

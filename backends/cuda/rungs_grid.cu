@@ -1,6 +1,6 @@
-// Rungs 7-10 and auto: a fixed grid striding over the input. cascade and shuffle leave one
+// Rungs 7-11 and auto: a fixed grid striding over the input. cascade and shuffle leave one
 // partial per block (second pass with one block); vector adds 128-bit loads; single_pass and
-// auto finish in the same launch.
+// auto finish in the same launch; dynamic_tiles deals the input out at run time.
 #include "../../kernels_cu/grid.cuh"
 #include "drivers.cuh"
 
@@ -60,6 +60,11 @@ struct Vector : PartialRung<Vector> {
   }
 };
 
+kern::FinishState finish_state(const Workspace& ws) {
+  return kern::FinishState{static_cast<kern::FinishSlot*>(ws.finish_slots()), ws.finish_epoch(), ws.ticket_partials(),
+                           ws.counter(), ws.tile_counter()};
+}
+
 // One launch of k_vec with the one-launch finish.
 template <class In, class Acc, Op O, Deal D = Deal::GridStride>
 Outcome single_launch(const Launch& L, u64 grid_u64, const char* variant) {
@@ -68,9 +73,7 @@ Outcome single_launch(const Launch& L, u64 grid_u64, const char* variant) {
                           " blocks exceeds " + std::to_string(Workspace::kMaxSinglePassGrid));
   const unsigned grid = to_grid(grid_u64, variant);
   kern::k_vec<In, Acc, O, kUnroll, true, D><<<grid, L.block, 0, L.stream>>>(
-      static_cast<const In*>(L.in), L.n, static_cast<Acc*>(L.out),
-      kern::FinishState{static_cast<kern::FinishSlot*>(L.ws->finish_slots()), L.ws->finish_epoch(),
-                        L.ws->ticket_partials(), L.ws->counter()});
+      static_cast<const In*>(L.in), L.n, static_cast<Acc*>(L.out), finish_state(*L.ws));
   check_launch(variant);
   Outcome o;
   o.launches = 1;
@@ -92,6 +95,48 @@ struct SinglePass {
   }
 };
 
+// dynamic_tiles' tiles: 16384 packs (256 KB), measured on an H100 (bench/exp_tail.cu,
+// 2026-11-22: 64 KB, 256 KB and 1 MB tiles at 4 and 8 blocks per SM; 256 KB at 4 blocks of 256
+// threads per SM ran at 0.975-0.980 of CUB's time at 2^29-2^30 i32, static segments at
+// 0.983-0.991); smaller where n would make fewer than kTargetTiles tiles (about 16 for each
+// block of that grid: a fine tail), never below one pass of the block; larger where n would
+// need more tile partials than the workspace holds. The tile depends on n and the block only,
+// so the result does not depend on the grid or the GPU.
+constexpr u64 kTilePacks = 16384;
+constexpr u64 kTargetTiles = 8192;
+constexpr unsigned kTileThreadsPerSM = 1024;
+
+template <class In, class Acc, Op O> const void* tiles_kernel() {
+  return reinterpret_cast<const void*>(&kern::k_vec_tiles<In, Acc, O, kUnroll>);
+}
+
+template <class In, class Acc, Op O> Outcome tiles_launch(const Launch& L, const char* variant) {
+  const u64 nvec = L.n / (16 / sizeof(In));  // the kernel's count is at most this
+  u64 grid = L.grid;
+  if (!grid) {
+    const unsigned resident = unsigned(blocks_per_sm(tiles_kernel<In, Acc, O>(), L.block, 0, L.caps->device));
+    grid = u64(L.caps->sm_count) * std::clamp(kTileThreadsPerSM / L.block, 1u, resident);
+  }
+  u64 tile = std::clamp(ceil_div(nvec, kTargetTiles), u64(L.block) * kUnroll, kTilePacks);
+  tile = std::max(tile, ceil_div(nvec, Workspace::kMaxSinglePassGrid));
+  const u64 tiles = std::max<u64>(1, ceil_div(nvec, tile));
+  const unsigned g = to_grid(std::min(grid, tiles), variant);
+  kern::k_vec_tiles<In, Acc, O, kUnroll><<<g, L.block, 0, L.stream>>>(static_cast<const In*>(L.in), L.n, tile,
+                                                                       static_cast<Acc*>(L.out), finish_state(*L.ws));
+  check_launch(variant);
+  Outcome o;
+  o.launches = 1;
+  o.finish = "tiles drawn from a counter; the last block (ticket) combines the tile partials in tile order";
+  o.depth = vec_pass_depth(tile * (16 / sizeof(In)), 1, L.block) + pass_depth(tiles, 1, L.block);
+  o.variant = variant;
+  return o;
+}
+
+struct DynamicTiles {
+  static constexpr const char* name = "dynamic_tiles";
+  template <class In, class Acc, Op O> static Outcome run(const Launch& L) { return tiles_launch<In, Acc, O>(L, name); }
+};
+
 // Inputs of at least this many bytes stream from HBM: auto deals them out in block segments
 // with streaming loads. Smaller ones stay in the L2 between calls (H100: 50 MB), where the
 // grid-stride layout with plain loads is faster. Measured on an H100, 2026-11-22 (time ratio
@@ -99,11 +144,17 @@ struct SinglePass {
 // 2^20) grid-stride 0.64 against segments 0.75.
 constexpr u64 kStreamingBytes = u64(64) << 20;
 
+// From this many bytes auto draws tiles (dynamic_tiles): on the H100 above, tiles and
+// segments tied at 1 GiB (0.970-0.973 against 0.967-0.972 of CUB), tiles led from 2 GiB, and
+// segments led at 512 MB (0.936-0.942 against 0.957-0.973).
+constexpr u64 kTilesBytes = u64(2) << 30;
+
 // auto: the single_pass kernel sized so every thread has at least kUnroll packs (fewer, fuller
 // blocks for small n: cheaper finish), one launch at every n; layout chosen by input size.
 struct Auto {
   static constexpr const char* name = "auto";
   template <class In, class Acc, Op O> static Outcome run(const Launch& L) {
+    if (L.n * sizeof(In) >= kTilesBytes) return tiles_launch<In, Acc, O>(L, "auto:dynamic_tiles");
     if (L.n * sizeof(In) >= kStreamingBytes)
       return single_launch<In, Acc, O, Deal::BlockSegments>(
           L, vec_grid<In, Acc, O, true, Deal::BlockSegments>(L, L.n, true, kUnroll), "auto:segmented");
@@ -128,12 +179,15 @@ std::vector<RungEntry> grid_rungs() {
       make_entry<SinglePass>(
           "one launch: the blocks' partials meet in one block (published slots or a ticket); serial finish",
           KernelKind::Rung, 256, warps),
+      make_entry<DynamicTiles>(
+          "blocks draw 256 KB tiles from a counter, so fast SMs take more (no idle SMs at the end); a block reduce per tile",
+          KernelKind::Rung, 256, warps),
   };
 }
 
 RungEntry auto_rung() {
   RungEntry e = make_entry<Auto>(
-      "single_pass sized for n (>= 4 packs per thread); from 64 MB, block segments with streaming loads",
+      "single_pass sized for n (>= 4 packs per thread); from 64 MB block segments, from 2 GiB dynamic_tiles",
       KernelKind::Auto, 256, BlockRule{32, 1024, 32, {}});
   e.info.exact = true;  // RunOptions::exact runs cu_exact (exact_sum.cu), block sizes up to 512
   return e;

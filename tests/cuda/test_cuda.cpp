@@ -150,12 +150,18 @@ std::vector<unsigned> blocks_for(const std::string& kernel) {
 
 }  // namespace
 
+// What auto runs for an input of `bytes` (rungs_grid.cu).
+std::string auto_variant(u64 bytes) {
+  if (bytes >= (u64(2) << 30)) return "auto:dynamic_tiles";
+  return bytes >= (u64(64) << 20) ? "auto:segmented" : "auto:single_pass";
+}
+
 TEST_CASE("ladder order and notes") {
   const std::vector<std::string> want{"interleaved_divergent", "interleaved_strided", "sequential", "first_add",
                                       "unroll_last_warp",      "unroll_complete",     "cascade",    "shuffle",
-                                      "vector",                "single_pass",         "atomic_global",
-                                      "atomic_shared",         "tree_atomic",         "nested",     "cub",
-                                      "auto"};
+                                      "vector",                "single_pass",         "dynamic_tiles",
+                                      "atomic_global",         "atomic_shared",       "tree_atomic",
+                                      "nested",                "cub",                 "auto"};
   const auto ks = xr::cu::kernels();
   REQUIRE(ks.size() == want.size());
   for (std::size_t i = 0; i < ks.size(); ++i) {
@@ -163,8 +169,8 @@ TEST_CASE("ladder order and notes") {
     CHECK(!ks[i].note.empty());
     CHECK(ks[i].note.find('\n') == std::string::npos);
   }
-  CHECK(ks[14].kind == xr::KernelKind::Baseline);
-  CHECK(ks[15].kind == xr::KernelKind::Auto);
+  CHECK(ks[15].kind == xr::KernelKind::Baseline);
+  CHECK(ks[16].kind == xr::KernelKind::Auto);
   auto r = xr::make_reducer("cuda");
   CHECK(r->kernels().size() == want.size());
   CHECK(!r->device().empty());
@@ -186,7 +192,7 @@ TEST_CASE("device pointer API: auto, every type, op and size") {
           }
           const xr::Result res = xr::cu::reduce(d.p, n, op, nullptr, opt);
           check_value(res, h, op, acc, "auto");
-          CHECK(res.kernel == (n * sizeof(T) >= (u64(64) << 20) ? "auto:segmented" : "auto:single_pass"));
+          CHECK(res.kernel == auto_variant(n * sizeof(T)));
           CHECK(res.launches == 1);
         }
   });
@@ -298,7 +304,7 @@ TEST_CASE("auto on misaligned device pointers (offset 1, 2, 3 elements)") {
           if (n == 0 && (op == Op::Min || op == Op::Max)) continue;
           const auto h = make_data<T>(n, op, 5 + offset);
           DevBuf<T> d(h, offset);
-          for (const char* kernel : {"auto", "vector", "single_pass"}) {
+          for (const char* kernel : {"auto", "vector", "single_pass", "dynamic_tiles"}) {
             xr::RunOptions opt;
             opt.kernel = kernel;
             check_value(xr::cu::reduce(d.p + offset, n, op, nullptr, opt), h, op, Accumulator::Wide,
@@ -351,7 +357,7 @@ TEST_CASE("one-launch finish: each launch waits for its own partials, also when 
   const std::int32_t* inputs[] = {a.p, b.p, c.p};
   const u64 grids[] = {1000, 3, 517, 2, 1000, 64, 999};
   DevBuf<std::int64_t> out(std::size(grids));
-  for (const char* kernel : {"auto", "single_pass"}) {
+  for (const char* kernel : {"auto", "single_pass", "dynamic_tiles"}) {
     for (std::size_t i = 0; i < std::size(grids); ++i) {
       xr::RunOptions opt;
       opt.kernel = kernel;
@@ -367,26 +373,53 @@ TEST_CASE("one-launch finish: each launch waits for its own partials, also when 
     }
   }
   // The same launch replayed from a CUDA graph, the input changed between replays.
-  xr::RunOptions opt;
-  opt.grid_size = 700;
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  xr::cu::reduce_async(a.p, n, Op::Sum, out.p, s, opt);
-  CK(cudaStreamEndCapture(s, &graph));
-  CK(cudaGraphInstantiate(&exec, graph, 0));
-  for (std::size_t replay = 0; replay < 3; ++replay) {
-    CK(cudaMemcpyAsync(a.p, data[replay].data(), n * sizeof(std::int32_t), cudaMemcpyHostToDevice, s));
-    CK(cudaGraphLaunch(exec, s));
-    std::int64_t got = 0;
-    CK(cudaMemcpyAsync(&got, out.p, sizeof got, cudaMemcpyDeviceToHost, s));
-    CK(cudaStreamSynchronize(s));
-    INFO("replay " << replay);
-    CHECK(got == host_reduce(data[replay], Op::Sum, Accumulator::Wide).exact);
+  for (const char* kernel : {"auto", "dynamic_tiles"}) {
+    xr::RunOptions opt;
+    opt.kernel = kernel;
+    opt.grid_size = 700;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    xr::cu::reduce_async(a.p, n, Op::Sum, out.p, s, opt);
+    CK(cudaStreamEndCapture(s, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    for (std::size_t replay = 0; replay < 3; ++replay) {
+      CK(cudaMemcpyAsync(a.p, data[replay].data(), n * sizeof(std::int32_t), cudaMemcpyHostToDevice, s));
+      CK(cudaGraphLaunch(exec, s));
+      std::int64_t got = 0;
+      CK(cudaMemcpyAsync(&got, out.p, sizeof got, cudaMemcpyDeviceToHost, s));
+      CK(cudaStreamSynchronize(s));
+      INFO(kernel << " replay " << replay);
+      CHECK(got == host_reduce(data[replay], Op::Sum, Accumulator::Wide).exact);
+    }
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
   }
-  CK(cudaGraphExecDestroy(exec));
-  CK(cudaGraphDestroy(graph));
   CK(cudaStreamDestroy(s));
+}
+
+TEST_CASE("dynamic_tiles: the same bits on every call and every grid, whichever block drew which tile") {
+  // Float sums depend on the order of additions: each tile is summed by one block in a fixed
+  // order and the tile partials are combined in tile order, so neither the race for tiles nor
+  // the grid may change a bit.
+  for_each_type([](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_floating_point_v<T>) {
+      const u64 n = (u64(1) << 23) + 3;
+      const auto h = make_data<T>(n, Op::Sum, 21);
+      DevBuf<T> d(h, 1);  // misaligned by one element: tile 0 carries a head
+      xr::RunOptions opt;
+      opt.kernel = "dynamic_tiles";
+      const xr::Result first = xr::cu::reduce(d.p + 1, n, Op::Sum, nullptr, opt);
+      check_value(first, h, Op::Sum, Accumulator::Wide, "dynamic_tiles");
+      for (u64 grid : {u64(0), u64(0), u64(1), u64(7), u64(132), u64(528), u64(4096)}) {
+        opt.grid_size = grid;
+        const xr::Result again = xr::cu::reduce(d.p + 1, n, Op::Sum, nullptr, opt);
+        INFO(xr::to_string(xr::dtype_of<T>) << " grid " << grid);
+        CHECK(again.value.same_bits(first.value));
+      }
+    }
+  });
 }
 
 TEST_CASE("errors carry the CUDA name; nothing printed") {
@@ -494,7 +527,9 @@ TEST_CASE("auto at n = 2^31 + 5 (64-bit indexing)") {
     INFO(kernel << " " << xr::to_string(op));
     return xr::cu::reduce(d.p, n, op, nullptr, opt);
   };
-  CHECK(run("auto", Op::Sum, Accumulator::Wide).value.i == std::int64_t(n) * v);
+  const xr::Result sum = run("auto", Op::Sum, Accumulator::Wide);
+  CHECK(sum.value.i == std::int64_t(n) * v);
+  CHECK(sum.kernel == auto_variant(n * sizeof(std::int32_t)));
   const auto wrapped = static_cast<std::int32_t>(static_cast<std::uint32_t>(n * std::uint64_t(v)));
   CHECK(run("auto", Op::Sum, Accumulator::Native).value.i == wrapped);
   CHECK(run("auto", Op::Max, Accumulator::Wide).value.i == v);
