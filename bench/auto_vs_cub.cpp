@@ -3,14 +3,17 @@
 // backend between CUDA events; rows report medians over the rounds and their ratio.
 //
 //   xr_bench_auto_vs_cub [--types i32,f32,f64] [--lo 10] [--hi 30] [--op sum] [--grids G1,G2]
+//                        [--kernels K1,K2]
 //
 // --grids adds auto runs with a fixed grid of G blocks (tuning: the default grid is sized by
-// the backend); each adds a column with its time ratio to cub.
+// the backend); --kernels adds runs of the named rungs (tuning auto's choice between layouts).
+// Each adds a column with its time ratio to cub, interleaved with the rest.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,7 +38,13 @@ double datasheet_gbps(const std::string& name) {
 
 int rounds_for(std::uint64_t n) { return n <= (1u << 20) ? 200 : n <= (1u << 26) ? 50 : 15; }
 
-template <class T> void sweep(xr::Op op, int lo, int hi, double peak, const std::vector<std::uint64_t>& grids) {
+// An extra column: auto with a fixed grid, or another rung.
+struct Column {
+  std::string label;
+  xr::RunOptions options;
+};
+
+template <class T> void sweep(xr::Op op, int lo, int hi, double peak, const std::vector<Column>& extra) {
   const std::uint64_t max_n = std::uint64_t(1) << hi;
   const xr::HostBuffer host = xr::generate(xr::dtype_of<T>, max_n, xr::Dist::Uniform, 1);
   T* dev = nullptr;
@@ -43,13 +52,11 @@ template <class T> void sweep(xr::Op op, int lo, int hi, double peak, const std:
   check(cudaMemcpy(dev, host.data(), max_n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy");
   for (int e = lo; e <= hi; e += 1) {
     const std::uint64_t n = std::uint64_t(1) << e;
-    // Variant 0 is cub, 1 is auto with its own grid, then auto with each fixed grid.
-    std::vector<xr::RunOptions> variants(2 + grids.size());
+    // Variant 0 is cub, 1 is auto with its own grid, then the extra columns.
+    std::vector<xr::RunOptions> variants(2);
     variants[0].kernel = "cub";
-    for (std::size_t v = 1; v < variants.size(); ++v) {
-      variants[v].kernel = "auto";
-      variants[v].grid_size = v >= 2 ? grids[v - 2] : 0;
-    }
+    variants[1].kernel = "auto";
+    for (const auto& c : extra) variants.push_back(c.options);
     std::vector<std::vector<double>> t(variants.size());
     std::vector<xr::Result> last(variants.size());
     for (int w = 0; w < 3; ++w)
@@ -79,27 +86,49 @@ template <class T> void sweep(xr::Op op, int lo, int hi, double peak, const std:
 
 }  // namespace
 
+std::vector<std::string> split_commas(const std::string& value) {
+  std::vector<std::string> items;
+  for (std::size_t at = 0; at < value.size();) {
+    const std::size_t comma = value.find(',', at);
+    items.push_back(value.substr(at, comma - at));
+    at = comma == std::string::npos ? value.size() : comma + 1;
+  }
+  return items;
+}
+
 int main(int argc, char** argv) {
   std::string types = "i32,f32,f64", op_name = "sum";
   int lo = 10, hi = 30;
-  std::vector<std::uint64_t> grids;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--types") types = value;
-    else if (flag == "--lo") lo = std::stoi(value);
-    else if (flag == "--hi") hi = std::stoi(value);
-    else if (flag == "--op") op_name = value;
-    else if (flag == "--grids")
-      for (std::size_t at = 0; at < value.size();) {
-        const std::size_t comma = value.find(',', at);
-        grids.push_back(std::stoull(value.substr(at, comma - at)));
-        at = comma == std::string::npos ? value.size() : comma + 1;
-      }
-    else {
-      std::fprintf(stderr,
-                   "usage: xr_bench_auto_vs_cub [--types i32,f32,f64] [--lo 10] [--hi 30] [--op sum] [--grids G,..]\n");
-      return 2;
+  std::vector<Column> extra;
+  try {
+    for (int i = 1; i + 1 < argc; i += 2) {
+      const std::string flag = argv[i], value = argv[i + 1];
+      if (flag == "--types") types = value;
+      else if (flag == "--lo") lo = std::stoi(value);
+      else if (flag == "--hi") hi = std::stoi(value);
+      else if (flag == "--op") op_name = value;
+      else if (flag == "--grids")
+        for (const auto& g : split_commas(value)) {
+          Column c{"g=" + g, {}};
+          c.options.kernel = "auto";
+          c.options.grid_size = std::stoull(g);
+          extra.push_back(c);
+        }
+      else if (flag == "--kernels")
+        for (const auto& k : split_commas(value)) {
+          Column c{k, {}};
+          c.options.kernel = k;
+          extra.push_back(c);
+        }
+      else
+        throw std::invalid_argument(flag);
     }
+    if (argc % 2 == 0) throw std::invalid_argument(argv[argc - 1]);
+  } catch (const std::exception&) {
+    std::fprintf(stderr,
+                 "usage: xr_bench_auto_vs_cub [--types i32,f32,f64] [--lo 10] [--hi 30] [--op sum] [--grids G,..] "
+                 "[--kernels K,..]\n");
+    return 2;
   }
   try {
     const xr::Op op = xr::parse_op(op_name);
@@ -110,11 +139,11 @@ int main(int argc, char** argv) {
                 prop.multiProcessorCount, std::string(xr::to_string(op)).c_str(), peak);
     std::printf("%-4s %-5s %10s %10s %7s %9s %9s %7s %3s %-5s %-15s", "type", "n", "auto us", "cub us", "ratio",
                 "auto GB/s", "cub GB/s", "%peak", "L", "agree", "auto ran");
-    for (auto g : grids) std::printf(" %7s", ("g=" + std::to_string(g)).c_str());
+    for (const auto& c : extra) std::printf(" %7s", c.label.c_str());
     std::printf("\n");
     for (const auto& t : {std::string("i32"), std::string("f32"), std::string("f64"), std::string("i64")}) {
       if (types.find(t) == std::string::npos) continue;
-      xr::visit_dtype(xr::parse_dtype(t), [&](auto zero) { sweep<decltype(zero)>(op, lo, hi, peak, grids); });
+      xr::visit_dtype(xr::parse_dtype(t), [&](auto zero) { sweep<decltype(zero)>(op, lo, hi, peak, extra); });
     }
   } catch (const xr::Error& e) {
     std::fprintf(stderr, "xr_bench_auto_vs_cub: %s\n", e.what());
