@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-// 11. dynamic_tiles (and auto from 2 GiB): blocks draw tiles of tile_packs packs from a
+// 11. dynamic_tiles (and auto from 1 GiB): blocks draw tiles of tile_packs packs from a
 // counter, so SMs that stream faster take more of the input; static segments leave a quarter
 // of the SMs idle for the last quarter of the kernel (bench/exp_tail.cu). Each tile is summed
 // by one block in a fixed order and stored; the last block combines the tile partials in tile

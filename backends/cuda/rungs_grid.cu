@@ -144,10 +144,11 @@ struct DynamicTiles {
 // 2^20) grid-stride 0.64 against segments 0.75.
 constexpr u64 kStreamingBytes = u64(64) << 20;
 
-// From this many bytes auto draws tiles (dynamic_tiles): on the H100 above, tiles and
-// segments tied at 1 GiB (0.970-0.973 against 0.967-0.972 of CUB), tiles led from 2 GiB, and
-// segments led at 512 MB (0.936-0.942 against 0.957-0.973).
-constexpr u64 kTilesBytes = u64(2) << 30;
+// From this many bytes auto draws tiles (dynamic_tiles). On the H100 above: tiles led from
+// 2 GiB; at 1 GiB they tied in bench/exp_tail.cu (0.970-0.973 of CUB against 0.967-0.972) and
+// led in 6 of 6 library sweeps (xr_bench_auto_vs_cub --kernels: 0.979-0.985 against
+// 0.985-0.988); at 512 MB segments led (0.953-0.964 against 0.968-0.977).
+constexpr u64 kTilesBytes = u64(1) << 30;
 
 // auto: the single_pass kernel sized so every thread has at least kUnroll packs (fewer, fuller
 // blocks for small n: cheaper finish), one launch at every n; layout chosen by input size.
@@ -187,7 +188,7 @@ std::vector<RungEntry> grid_rungs() {
 
 RungEntry auto_rung() {
   RungEntry e = make_entry<Auto>(
-      "single_pass sized for n (>= 4 packs per thread); from 64 MB block segments, from 2 GiB dynamic_tiles",
+      "single_pass sized for n (>= 4 packs per thread); from 64 MB block segments, from 1 GiB dynamic_tiles",
       KernelKind::Auto, 256, BlockRule{32, 1024, 32, {}});
   e.info.exact = true;  // RunOptions::exact runs cu_exact (exact_sum.cu), block sizes up to 512
   return e;

@@ -152,7 +152,7 @@ std::vector<unsigned> blocks_for(const std::string& kernel) {
 
 // What auto runs for an input of `bytes` (rungs_grid.cu).
 std::string auto_variant(u64 bytes) {
-  if (bytes >= (u64(2) << 30)) return "auto:dynamic_tiles";
+  if (bytes >= (u64(1) << 30)) return "auto:dynamic_tiles";
   return bytes >= (u64(64) << 20) ? "auto:segmented" : "auto:single_pass";
 }
 
