@@ -5,6 +5,9 @@
 //   file   the rate FileSource reads the file from a warm page cache, no device involved
 // and the end-to-end rate of: CUDA host-span sums from pageable and from page-locked memory,
 // OpenCL on the NVIDIA platform (pageable), and each backend reducing the file.
+// The host's copy rate drifts by tens of percent within a minute (bench/RESULTS.md), so the
+// measurements run in rounds, each round every limit and every path once, in rotating order;
+// a path's ratio is the median over rounds of its rate over its limit in the same round.
 //
 //   xr_bench_host_path [--n 2^28 as an exponent: --log2n 28] [--repeat 7] [--file /tmp/x.f32]
 #include <cuda_runtime.h>
@@ -14,6 +17,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,24 +38,16 @@ double seconds_since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
 }
 
-template <class F> double median_seconds(int repeat, F f) {
-  f();  // warm-up
-  std::vector<double> t;
-  for (int i = 0; i < repeat; ++i) {
-    const auto t0 = clock_type::now();
-    f();
-    t.push_back(seconds_since(t0));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-struct Row {
-  std::string what;
-  double gbps = 0;
-  double ratio = 0;       // to the row's limit
-  std::string limit;      // which limit
-  std::string note;
+// One row: a limit (limit empty) or a path measured against the limits named.
+struct Measure {
+  std::string what, limit, note;
+  std::function<double()> rate;  // GB/s of one run
+  std::vector<double> rates;     // one per round after the warm-up round
 };
 
 }  // namespace
@@ -76,81 +73,115 @@ int main(int argc, char** argv) {
   check(cudaMalloc(&dev, bytes), "cudaMalloc");
   cudaStream_t s;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-
-  // The limits.
-  const double link = gb / median_seconds(repeat, [&] {
-    check(cudaMemcpyAsync(dev, pinned, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-  });
-  check(cudaFree(dev), "cudaFree");
-  // Host-side limits, into two alternating page-locked 64 MiB buffers like the pipeline's.
+  // Host-side limits go into two alternating page-locked 64 MiB buffers, like the pipeline's.
   const std::size_t piece = std::size_t(64) << 20;
   unsigned char* stage = nullptr;
   check(cudaMallocHost(reinterpret_cast<void**>(&stage), 2 * piece), "cudaMallocHost");
-  const double fill = gb / median_seconds(repeat, [&] {
-    for (std::size_t off = 0, k = 0; off < bytes; off += piece, ++k)
-      xr::parallel_copy(stage + (k % 2) * piece, static_cast<const unsigned char*>(pageable.view().data) + off,
-                        std::min(piece, bytes - off));
-  });
   xr::save_raw(file, pageable.view());
   xr::FileSource source(file, xr::DType::F32);
   const std::uint64_t per_read = piece / sizeof(float);
-  const double file_rate = gb / median_seconds(repeat, [&] {
-    for (std::uint64_t first = 0, k = 0; first < n; first += per_read, ++k)
-      source.read(first, std::min(per_read, n - first), stage + (k % 2) * piece);
-  });
-  check(cudaFreeHost(stage), "cudaFreeHost");
 
-  std::vector<Row> rows;
-  rows.push_back({"pinned H2D copy (link)", link, 1.0, "link", "cudaMemcpyAsync, 1 call"});
-  rows.push_back({"pageable -> pinned memcpy (fill)", fill, fill / link, "link", "xr::parallel_copy (up to 16 threads), 2 x 64 MiB pinned"});
-  rows.push_back({"file read, warm cache", file_rate, file_rate / link, "link", "FileSource::read, 2 x 64 MiB pinned"});
-
-  xr::RunOptions o;
-  o.repeat = repeat;
-  o.warmup = 1;
-  bool all_agree = true;
-  auto add = [&](const std::string& what, const xr::Result& r, double limit, const std::string& limit_name) {
-    const bool ok = xr::check_result(r, ref).ok;
-    all_agree = all_agree && ok;
-    const double rate = r.bytes_per_s / 1e9;
-    rows.push_back({what, rate, rate / limit, limit_name,
-                    std::to_string(r.chunks) + " chunks, kernels " + std::to_string(r.kernel_ms).substr(0, 5) +
-                        " ms" + (ok ? "" : ", DISAGREES")});
+  auto timed = [&](auto f) {
+    const auto t0 = clock_type::now();
+    f();
+    return gb / seconds_since(t0);
   };
-  const double file_limit = std::min(file_rate, link);
-  const std::string file_limit_name = file_rate < link ? "file" : "link";
-  {
-    auto cuda = xr::make_reducer("cuda");
-    add("cuda host span, pinned", cuda->reduce(std::span<const float>(pinned, n), xr::Op::Sum, o), link, "link");
-    add("cuda host span, pageable", cuda->reduce(pageable.view(), xr::Op::Sum, o), link, "link");
-    rows.back().note += "; " + std::to_string(100 * rows.back().gbps / fill).substr(0, 4) + "% of fill";
-    add("cuda file", cuda->reduce(source, xr::Op::Sum, o), file_limit, file_limit_name);
-  }
+  std::vector<Measure> ms;
+  ms.push_back({"pinned H2D copy (link)", "", "cudaMemcpyAsync, 1 call", [&] {
+                  return timed([&] {
+                    check(cudaMemcpyAsync(dev, pinned, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+                    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+                  });
+                }});
+  ms.push_back({"pageable -> pinned memcpy (fill)", "", "xr::parallel_copy (up to 16 threads), 2 x 64 MiB pinned", [&] {
+                  return timed([&] {
+                    for (std::size_t off = 0, k = 0; off < bytes; off += piece, ++k)
+                      xr::parallel_copy(stage + (k % 2) * piece,
+                                        static_cast<const unsigned char*>(pageable.view().data) + off,
+                                        std::min(piece, bytes - off));
+                  });
+                }});
+  ms.push_back({"file read, warm cache", "", "FileSource::read, 2 x 64 MiB pinned", [&] {
+                  return timed([&] {
+                    for (std::uint64_t first = 0, k = 0; first < n; first += per_read, ++k)
+                      source.read(first, std::min(per_read, n - first), stage + (k % 2) * piece);
+                  });
+                }});
+  const std::size_t kLink = 0, kFill = 1, kFile = 2;
+
+  xr::RunOptions once;
+  once.repeat = 1;
+  once.warmup = 0;
+  bool all_agree = true;
+  auto path = [&](const std::string& what, const std::string& limit, auto reduce) {
+    ms.push_back({what, limit, "", [&, reduce, at = ms.size()] {
+                    const xr::Result r = reduce();
+                    const bool ok = xr::check_result(r, ref).ok;
+                    all_agree = all_agree && ok;
+                    ms[at].note = std::to_string(r.chunks) + " chunks" + (ok ? "" : ", DISAGREES");
+                    return r.bytes_per_s / 1e9;
+                  }});
+  };
+  auto cuda = xr::make_reducer("cuda");
+  path("cuda host span, pinned", "link", [&] { return cuda->reduce(std::span<const float>(pinned, n), xr::Op::Sum, once); });
+  path("cuda host span, pageable", "link", [&] { return cuda->reduce(pageable.view(), xr::Op::Sum, once); });
+  path("cuda file", "file", [&] { return cuda->reduce(source, xr::Op::Sum, once); });
+  std::unique_ptr<xr::Reducer> ocl;
   xr::BackendOptions nvidia;
   nvidia.device = "NVIDIA";
   try {
-    auto ocl = xr::make_reducer("opencl", nvidia);
-    add("opencl (NVIDIA) host span, pageable", ocl->reduce(pageable.view(), xr::Op::Sum, o), link, "link");
-    rows.back().note += "; " + std::to_string(100 * rows.back().gbps / fill).substr(0, 4) + "% of fill";
-    add("opencl (NVIDIA) file", ocl->reduce(source, xr::Op::Sum, o), file_limit, file_limit_name);
+    ocl = xr::make_reducer("opencl", nvidia);
+    path("opencl (NVIDIA) host span, pageable", "link", [&] { return ocl->reduce(pageable.view(), xr::Op::Sum, once); });
+    path("opencl (NVIDIA) file", "file", [&] { return ocl->reduce(source, xr::Op::Sum, once); });
   } catch (const xr::Error& e) {
     std::printf("opencl on NVIDIA skipped: %s\n", e.what());
   }
-  {
-    auto omp = xr::make_reducer("omp");
-    add("omp file", omp->reduce(source, xr::Op::Sum, o), file_rate, "file");
-  }
+  auto omp = xr::make_reducer("omp");
+  path("omp file", "file only", [&] { return omp->reduce(source, xr::Op::Sum, once); });
+
+  // Round 0 warms up (allocations, page cache, program builds); the others count.
+  for (int round = 0; round <= repeat; ++round)
+    for (std::size_t j = 0; j < ms.size(); ++j) {
+      Measure& m = ms[(j + round) % ms.size()];
+      const double rate = m.rate();
+      if (round > 0) m.rates.push_back(rate);
+    }
+  check(cudaFreeHost(stage), "cudaFreeHost");
+  check(cudaFree(dev), "cudaFree");
   check(cudaFreeHost(pinned), "cudaFreeHost");
   std::filesystem::remove(file);
 
+  // A path's limit in round r: the link; the slower of file and link ("file"); the file alone.
+  auto limit_in_round = [&](const std::string& limit, std::size_t r) {
+    const double link = ms[kLink].rates[r], file_rate = ms[kFile].rates[r];
+    return limit == "link" ? link : limit == "file" ? std::min(file_rate, link) : file_rate;
+  };
+  auto ratio_to = [&](const Measure& m, auto limit_of_round) {
+    std::vector<double> q;
+    for (std::size_t r = 0; r < m.rates.size(); ++r) q.push_back(m.rates[r] / limit_of_round(r));
+    return median(q);
+  };
+
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  std::printf("host path, sum of 2^%d f32 (%.2f GB), %s, median of %d after 1 warm-up\n", log2n, gb, prop.name,
-              repeat);
-  std::printf("%-38s %8s %8s  %s\n", "path", "GB/s", "ratio", "note");
-  for (const auto& r : rows)
-    std::printf("%-38s %8.1f %7.0f%%  of %s; %s\n", r.what.c_str(), r.gbps, 100 * r.ratio, r.limit.c_str(),
-                r.note.c_str());
+  std::printf("host path, sum of 2^%d f32 (%.2f GB), %s; %d rounds after 1 warm-up, each limit and path once a "
+              "round; medians\n",
+              log2n, gb, prop.name, repeat);
+  std::printf("%-38s %8s %8s  %s\n", "path", "GB/s", "ratio", "note (ratio: median over rounds of rate / limit)");
+  for (const auto& m : ms) {
+    const double rate = median(m.rates);
+    if (m.limit.empty()) {
+      const double r = ratio_to(m, [&](std::size_t k) { return ms[kLink].rates[k]; });
+      std::printf("%-38s %8.1f %7.0f%%  of link; %s\n", m.what.c_str(), rate, 100 * r, m.note.c_str());
+      continue;
+    }
+    const double r = ratio_to(m, [&](std::size_t k) { return limit_in_round(m.limit, k); });
+    std::string note = m.note;
+    if (m.what.find("pageable") != std::string::npos)
+      note += "; " + std::to_string(static_cast<int>(100 * ratio_to(m, [&](std::size_t k) { return ms[kFill].rates[k]; }) + 0.5)) +
+              "% of fill";
+    const char* of = m.limit == "link" ? "link" : m.limit == "file" ? "min(file, link)" : "file";
+    std::printf("%-38s %8.1f %7.0f%%  of %s; %s\n", m.what.c_str(), rate, 100 * r, of, note.c_str());
+  }
   return all_agree ? 0 : 1;
 }
