@@ -13,8 +13,6 @@
 // drifts by tens of percent within a minute); GB/s, medians of 7 rounds.
 //   g++ -O2 -std=c++17 -I/usr/local/cuda/include bench/probe_ocl_staging.cpp -o /tmp/probe_ocl_staging \
 //       -L/usr/local/cuda/lib64 -lOpenCL -lcudart_static -ldl -lrt -lpthread && /tmp/probe_ocl_staging
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -24,34 +22,16 @@
 #include <thread>
 #include <vector>
 
+#include "probe_ocl.hpp"
 #include "probe_util.hpp"
 
-#define CK(x)                                 \
-  do {                                        \
-    cl_int e_ = (x);                          \
-    if (e_ != CL_SUCCESS) {                   \
-      std::printf("%s failed: %d\n", #x, e_); \
-      std::exit(1);                           \
-    }                                         \
-  } while (0)
 
 int main() {
-  cl_uint np = 0;
-  CK(clGetPlatformIDs(0, nullptr, &np));
-  std::vector<cl_platform_id> ps(np);
-  CK(clGetPlatformIDs(np, ps.data(), nullptr));
-  cl_device_id dev = nullptr;
-  for (auto p : ps)
-    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_GPU, 1, &dev, nullptr) == CL_SUCCESS) break;
-  if (!dev) {
-    std::printf("no OpenCL GPU\n");
-    return 1;
-  }
-  char name[256] = {};
-  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, nullptr);
+  const OclGpu gpu = first_opencl_gpu();
+  cl_device_id dev = gpu.device;
+  cl_context ctx = gpu.context;
+  const char* name = gpu.name.c_str();
   cl_int rc;
-  cl_context ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &rc);
-  CK(rc);
   cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &rc);
   CK(rc);
   const size_t total = size_t(1) << 30, chunk = size_t(64) << 20, chunks = total / chunk;

@@ -14,8 +14,6 @@
 // Then one 64 MiB write and one 64 MiB fill of the other buffer, with no dependency between
 // them: alone, and started together (does the write run while the host copies?), and whether
 // a flushed write has finished after the host sleeps for 3 ms.
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,34 +24,16 @@
 #include <thread>
 #include <vector>
 
+#include "probe_ocl.hpp"
 #include "probe_util.hpp"
 
-#define CK(x)                                             \
-  do {                                                    \
-    cl_int e_ = (x);                                      \
-    if (e_ != CL_SUCCESS) {                               \
-      std::printf("%s failed: %d\n", #x, e_);             \
-      std::exit(1);                                       \
-    }                                                     \
-  } while (0)
 
 int main() {
-  cl_uint np = 0;
-  CK(clGetPlatformIDs(0, nullptr, &np));
-  std::vector<cl_platform_id> ps(np);
-  CK(clGetPlatformIDs(np, ps.data(), nullptr));
-  cl_device_id dev = nullptr;
-  for (auto p : ps)
-    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_GPU, 1, &dev, nullptr) == CL_SUCCESS) break;
-  if (!dev) {
-    std::printf("no OpenCL GPU\n");
-    return 1;
-  }
-  char name[256] = {};
-  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, nullptr);
+  const OclGpu gpu = first_opencl_gpu();
+  cl_device_id dev = gpu.device;
+  cl_context ctx = gpu.context;
+  const char* name = gpu.name.c_str();
   cl_int rc;
-  cl_context ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &rc);
-  CK(rc);
   cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &rc);
   CK(rc);
   cl_command_queue qprof = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &rc);
