@@ -185,22 +185,20 @@ __global__ void __launch_bounds__(1024)
   const u64 tiles = split.nvec ? (split.nvec + tile_packs - 1) / tile_packs : 1;
   const Pack<In>* vin = reinterpret_cast<const Pack<In>*>(in + split.head);
   Acc* partials = static_cast<Acc*>(finish.partials);
-  __shared__ unsigned drawn;
-  if (threadIdx.x == 0) drawn = atomicAdd(finish.tile_counter, 1u);
+  // Draws alternate between two cells: thread 0 writes the next draw into the cell nobody reads
+  // in this round, and one barrier a round publishes it.
+  __shared__ unsigned drawn[2];
+  if (threadIdx.x == 0) drawn[0] = atomicAdd(finish.tile_counter, 1u);
   __syncthreads();
-  for (;;) {
-    const u64 t = drawn;
+  for (unsigned round = 0;; ++round) {
+    const u64 t = drawn[round & 1];
     if (t >= tiles) break;
-    unsigned ahead = 0;  // the next draw, overlapped with this tile's loads
-    if (threadIdx.x == 0) ahead = atomicAdd(finish.tile_counter, 1u);
+    if (threadIdx.x == 0) drawn[(round + 1) & 1] = atomicAdd(finish.tile_counter, 1u);  // overlaps the loads
     const u64 begin = t * tile_packs, end = min(split.nvec, begin + tile_packs);
     Acc acc = t == 0 ? split.template edge<O, Acc>(in, n, threadIdx.x) : ident<O, Acc>();
     acc = apply<O>(acc, accumulate_packs<O, Acc, In, U, Deal::DynamicTiles>(vin, begin + threadIdx.x, end, blockDim.x));
-    acc = block_reduce<O>(acc);  // ends with a barrier: every thread has read `drawn`
-    if (threadIdx.x == 0) {
-      partials[t] = acc;
-      drawn = ahead;
-    }
+    acc = block_reduce<O>(acc);
+    if (threadIdx.x == 0) partials[t] = acc;
     __syncthreads();
   }
   ticket_collect<O>(tiles, out, finish);
