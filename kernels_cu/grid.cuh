@@ -204,4 +204,94 @@ __global__ void __launch_bounds__(1024)
   ticket_collect<O>(tiles, out, finish);
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define XR_BULK_COPY 1
+// The copy engine's bulk copies into shared memory (sm_90), completing on an mbarrier.
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_init(u64* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
+}
+// Arms the barrier's phase for `bytes` and copies them from global `src` into shared `dst`
+// (both 16-byte aligned, bytes a multiple of 16), streaming: L2 evict-first.
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, u64* bar) {
+  u64 policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_wait(u64* bar, unsigned phase) {
+  unsigned done;
+  do {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done)
+                 : "r"(smem_addr(bar)), "r"(phase)
+                 : "memory");
+  } while (!done);
+}
+#endif
+
+// 12. bulk_copy (and auto from 256 MB): each block streams its own segment of whole stages
+// through a ring of Stages shared-memory buffers that the copy engine fills (cp.async.bulk,
+// one thread issuing, no registers held by loads in flight), and the threads reduce from
+// shared memory; a ticket combines the blocks in block order. On an H200 the 16-byte loads of
+// the rungs above stall at 4.1-4.3 TB/s where the bulk copies reach 4.4-4.6
+// (bench/exp_tail.cu). Packs after the last whole stage, and the misaligned head and tail, go
+// through plain loads. Before sm_90 the segment is read with the streaming loads of auto's
+// block segments instead.
+template <class In, class Acc, xr::Op O, unsigned Stages, unsigned StageBytes>
+__global__ void __launch_bounds__(1024)
+    k_vec_bulk(const In* __restrict__ in, u64 n, Acc* __restrict__ out, FinishState finish) {
+  constexpr u64 kStagePacks = StageBytes / 16;
+  const PackSplit<In> split(in, n);
+  const Pack<In>* vin = reinterpret_cast<const Pack<In>*>(in + split.head);
+  const u64 stages = split.nvec / kStagePacks;
+  const u64 tid = u64(blockIdx.x) * blockDim.x + threadIdx.x;
+  Acc acc = split.template edge<O, Acc>(in, n, tid);
+  acc = apply<O>(acc, accumulate_packs<O, Acc, In, 1, Deal::BlockSegments>(vin, stages * kStagePacks + tid, split.nvec,
+                                                                         u64(gridDim.x) * blockDim.x));
+  const u64 per_block = (stages + gridDim.x - 1) / gridDim.x;
+  const u64 first = min(stages, blockIdx.x * per_block), last = min(stages, first + per_block);
+#ifdef XR_BULK_COPY
+  // The ring starts 128-byte aligned, as bench/exp_tail.cu's did (dyn_shared's 16 bytes is
+  // the least a bulk copy takes).
+  extern __shared__ __align__(128) unsigned char xr_bulk_ring[];
+  Pack<In>* ring = reinterpret_cast<Pack<In>*>(xr_bulk_ring);
+  __shared__ __align__(8) u64 full[Stages];
+  if (threadIdx.x == 0)
+    for (unsigned b = 0; b < Stages; ++b) mbar_init(&full[b]);
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (unsigned b = 0; b < Stages && first + b < last; ++b)
+      bulk_load(ring + b * kStagePacks, vin + (first + b) * kStagePacks, StageBytes, &full[b]);
+  for (u64 s = first, k = 0; s < last; ++s, ++k) {
+    const unsigned b = k % Stages;
+    mbar_wait(&full[b], (k / Stages) & 1);
+    const Pack<In>* stage = ring + b * kStagePacks;
+#pragma unroll 4
+    for (unsigned j = threadIdx.x; j < kStagePacks; j += blockDim.x) {
+      const Pack<In> r[1] = {stage[j]};
+      acc = apply<O>(acc, reduce_packs<O, Acc>(r));
+    }
+    __syncthreads();  // every thread is done with buffer b before it is refilled
+    if (threadIdx.x == 0 && s + Stages < last)
+      bulk_load(ring + b * kStagePacks, vin + (s + Stages) * kStagePacks, StageBytes, &full[b]);
+  }
+#else
+  acc = apply<O>(acc, accumulate_packs<O, Acc, In, 4, Deal::BlockSegments>(vin, first * kStagePacks + threadIdx.x,
+                                                                         last * kStagePacks, blockDim.x));
+#endif
+  acc = block_reduce<O>(acc);
+  if (gridDim.x == 1) {
+    if (threadIdx.x == 0) *out = acc;
+  } else {
+    finish_ticket<O>(acc, out, finish);
+  }
+}
+
 }  // namespace xr::kern

@@ -187,6 +187,11 @@ DeviceState::DeviceState(int device) {
   check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
   caps_.name = prop.name;
   caps_.total_mem = prop.totalGlobalMem;
+  int mem_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess)
+    caps_.dram_gbps = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+  cudaGetLastError();
 }
 
 Workspace& DeviceState::workspace(cudaStream_t stream) {

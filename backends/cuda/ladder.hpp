@@ -30,6 +30,7 @@ struct DeviceCaps {
   int max_threads_per_sm = 2048;
   int cc_major = 0, cc_minor = 0;
   std::size_t total_mem = 0;
+  double dram_gbps = 0;  // peak DRAM bandwidth: 2 x memory clock x bus width (0 if unknown)
 };
 
 // Temporary storage for reductions issued on one stream of one device. Everything a call
@@ -148,7 +149,7 @@ const RungEntry& rung(const std::string& name);  // InvalidArgument listing the 
 
 // Entry factories, one per rung family (each in its own translation unit).
 std::vector<RungEntry> tree_rungs();     // rungs_tree.cu: interleaved_divergent .. unroll_complete
-std::vector<RungEntry> grid_rungs();     // rungs_grid.cu: cascade, shuffle, vector, single_pass, dynamic_tiles
+std::vector<RungEntry> grid_rungs();     // rungs_grid.cu: cascade .. single_pass, dynamic_tiles, bulk_copy
 std::vector<RungEntry> atomic_rungs();   // rungs_atomic.cu
 RungEntry nested_rung();                 // nested.cu (separable compilation)
 RungEntry cub_rung();                    // cub_baseline.cu

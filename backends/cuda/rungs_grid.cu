@@ -1,6 +1,7 @@
-// Rungs 7-11 and auto: a fixed grid striding over the input. cascade and shuffle leave one
+// Rungs 7-12 and auto: a fixed grid striding over the input. cascade and shuffle leave one
 // partial per block (second pass with one block); vector adds 128-bit loads; single_pass and
-// auto finish in the same launch; dynamic_tiles deals the input out at run time.
+// auto finish in the same launch; dynamic_tiles deals the input out at run time; bulk_copy
+// lets the copy engine load it.
 #include "../../kernels_cu/grid.cuh"
 #include "drivers.cuh"
 
@@ -137,6 +138,43 @@ struct DynamicTiles {
   template <class In, class Acc, Op O> static Outcome run(const Launch& L) { return tiles_launch<In, Acc, O>(L, name); }
 };
 
+// bulk_copy's ring: 4 stages of 16 KB per block (64 KB: 3 blocks of 256 threads per SM), the
+// shape that beat CUB on an H200 (bench/exp_tail.cu, 2026-11-22: 0.954-0.986 of CUB's time at
+// 2^27-2^30 i32, where every 16-byte-load layout took 1.01-1.10).
+constexpr unsigned kBulkStages = 4, kBulkStageBytes = 16384;
+
+template <class In, class Acc, Op O> Outcome bulk_launch(const Launch& L, const char* variant) {
+  const auto kernel = &kern::k_vec_bulk<In, Acc, O, kBulkStages, kBulkStageBytes>;
+  const void* k = reinterpret_cast<const void*>(kernel);
+  const bool bulk = ptx_version(k, L.caps->device) >= 90;  // else the kernel reads with plain loads
+  const std::size_t smem = bulk ? std::size_t(kBulkStages) * kBulkStageBytes : 0;
+  if (bulk)
+    check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+          "cudaFuncSetAttribute (bulk_copy's shared memory)");
+  const u64 stages = L.n * sizeof(In) / kBulkStageBytes;
+  u64 grid = L.grid ? L.grid : u64(L.caps->sm_count) * blocks_per_sm(k, L.block, smem, L.caps->device);
+  if (!L.grid) grid = std::clamp<u64>(stages, 1, grid);
+  if (grid > Workspace::kMaxSinglePassGrid)
+    throw InvalidArgument(std::string("cuda: ") + variant + ": grid of " + std::to_string(grid) + " blocks exceeds " +
+                          std::to_string(Workspace::kMaxSinglePassGrid));
+  const unsigned g = to_grid(grid, variant);
+  kernel<<<g, L.block, smem, L.stream>>>(static_cast<const In*>(L.in), L.n, static_cast<Acc*>(L.out),
+                                         finish_state(*L.ws));
+  check_launch(variant);
+  Outcome o;
+  o.launches = 1;
+  o.finish = g == 1 ? "one block" : "last block (ticket), blocks combined in block order";
+  const u64 per_block = ceil_div(stages, g) * (kBulkStageBytes / sizeof(In));
+  o.depth = vec_pass_depth(per_block, 1, L.block) + 1 + (g > 1 ? pass_depth(g, 1, L.block) : 0);
+  o.variant = variant;
+  return o;
+}
+
+struct BulkCopy {
+  static constexpr const char* name = "bulk_copy";
+  template <class In, class Acc, Op O> static Outcome run(const Launch& L) { return bulk_launch<In, Acc, O>(L, name); }
+};
+
 // Inputs of at least this many bytes stream from HBM: auto deals them out in block segments
 // with streaming loads. Smaller ones stay in the L2 between calls (H100: 50 MB), where the
 // grid-stride layout with plain loads is faster. Measured on an H100, 2026-11-22 (time ratio
@@ -150,11 +188,24 @@ constexpr u64 kStreamingBytes = u64(64) << 20;
 // 0.985-0.988); at 512 MB segments led (0.953-0.964 against 0.968-0.977).
 constexpr u64 kTilesBytes = u64(1) << 30;
 
+// Where the HBM is at least this fast (peak, GB/s), auto lets the copy engine stream every
+// input of kStreamingBytes or more (bulk_copy). On an H200 (4.8 TB/s; run 15 of session 4 in
+// bench/RESULTS.md) bulk copies ran at 0.85-1.005 of CUB's time from 64 MB to 8 GB, where
+// segments and tiles took 0.86-1.08 (1.03-1.08 from 512 MB). On an H100 (3.35 TB/s) they ran
+// level with segments or behind them (bench/exp_tail.cu: 0.956-0.989 against 0.872-0.991),
+// so there the layouts below stay.
+constexpr double kBulkCopyGBps = 4000;
+
 // auto: the single_pass kernel sized so every thread has at least kUnroll packs (fewer, fuller
-// blocks for small n: cheaper finish), one launch at every n; layout chosen by input size.
+// blocks for small n: cheaper finish), one launch at every n; layout chosen by input size and,
+// from kStreamingBytes, by the HBM's speed.
 struct Auto {
   static constexpr const char* name = "auto";
   template <class In, class Acc, Op O> static Outcome run(const Launch& L) {
+    const auto bulk_kernel = reinterpret_cast<const void*>(&kern::k_vec_bulk<In, Acc, O, kBulkStages, kBulkStageBytes>);
+    if (L.n * sizeof(In) >= kStreamingBytes && L.caps->dram_gbps >= kBulkCopyGBps &&
+        ptx_version(bulk_kernel, L.caps->device) >= 90)
+      return bulk_launch<In, Acc, O>(L, "auto:bulk_copy");
     if (L.n * sizeof(In) >= kTilesBytes) return tiles_launch<In, Acc, O>(L, "auto:dynamic_tiles");
     if (L.n * sizeof(In) >= kStreamingBytes)
       return single_launch<In, Acc, O, Deal::BlockSegments>(
@@ -183,12 +234,15 @@ std::vector<RungEntry> grid_rungs() {
       make_entry<DynamicTiles>(
           "blocks draw 256 KB tiles from a counter, so fast SMs take more (no idle SMs at the end); a block reduce per tile",
           KernelKind::Rung, 256, warps),
+      make_entry<BulkCopy>(
+          "the copy engine streams 16 KB stages into shared memory (sm_90 bulk copies), no loads in flight in registers; static segments",
+          KernelKind::Rung, 256, warps),
   };
 }
 
 RungEntry auto_rung() {
   RungEntry e = make_entry<Auto>(
-      "single_pass sized for n (>= 4 packs per thread); from 64 MB block segments, from 1 GiB dynamic_tiles",
+      "single_pass sized for n (>= 4 packs per thread); from 64 MB block segments, from 1 GiB dynamic_tiles; bulk_copy from 64 MB on HBM >= 4 TB/s",
       KernelKind::Auto, 256, BlockRule{32, 1024, 32, {}});
   e.info.exact = true;  // RunOptions::exact runs cu_exact (exact_sum.cu), block sizes up to 512
   return e;
