@@ -146,6 +146,7 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
         rq.sink = results_;
         rq.sink_cell = k;
         rq.events = &slots_[k % kDeviceSlots].reduction;
+        rq.scratch = &scratch_;  // the queue is in order: one chunk's reduction ends before the next begins
         chunk_result = reduce_on_queue(rq);
         depth = std::max(depth, chunk_result.rounding_depth);
       }

@@ -119,6 +119,24 @@ constexpr unsigned kRuntimeCoarseningDefault = 16;
 
 enum class FinishPolicy { Auto, SecondPass };  // SecondPass: ignore atomics (tests, comparisons)
 
+// Device buffers one reduction works in: partials ping-pong between two, the atomic finish
+// adds into `cell`. Kept by a caller that reduces many times on one in-order queue (the host
+// streamer), so that no reduction creates or releases a buffer while commands are queued:
+// NVIDIA's OpenCL waits in clReleaseMemObject for the commands that use the buffer.
+struct ScratchBuffers {
+  cl_mem partials[2] = {};
+  std::size_t partial_bytes[2] = {};
+  cl_mem cell = nullptr;
+  std::size_t cell_bytes = 0;
+  ScratchBuffers() = default;
+  ScratchBuffers(const ScratchBuffers&) = delete;
+  ScratchBuffers& operator=(const ScratchBuffers&) = delete;
+  ~ScratchBuffers() { release(); }
+  void release() noexcept;
+  // Buffer `which` (0, 1: partials; 2: the cell) of at least `bytes`, replaced when smaller.
+  cl_mem get(cl_context context, int which, std::size_t bytes);
+};
+
 struct Request {
   cl_command_queue queue = nullptr;
   cl_mem buffer = nullptr;
@@ -135,6 +153,9 @@ struct Request {
   cl_mem sink = nullptr;
   std::uint64_t sink_cell = 0;
   std::vector<cl_event>* events = nullptr;
+  // Where the reduction keeps its partials and cell; null: buffers of its own, released at
+  // its end. Safe to share between reductions on one in-order queue only.
+  ScratchBuffers* scratch = nullptr;
 };
 
 // Runs warmup + repeat reductions of the request on its queue (the rung named by
@@ -260,6 +281,7 @@ class HostStreamer {
   void* staged_[kStagingBuffers] = {};  // their mapped host pointers
   cl_mem results_ = nullptr;
   std::size_t results_bytes_ = 0;
+  ScratchBuffers scratch_;  // the chunk reductions' partials and cell
 };
 
 // The host path splits inputs larger than this many elements into chunks (default: what

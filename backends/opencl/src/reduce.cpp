@@ -5,6 +5,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ocl_internal.hpp"
@@ -222,6 +223,26 @@ const char* finish_name(Finish f) {
 
 }  // namespace
 
+void ScratchBuffers::release() noexcept {
+  for (auto& m : partials)
+    if (m) clReleaseMemObject(std::exchange(m, nullptr));
+  if (cell) clReleaseMemObject(std::exchange(cell, nullptr));
+  partial_bytes[0] = partial_bytes[1] = cell_bytes = 0;
+}
+
+cl_mem ScratchBuffers::get(cl_context context, int which, std::size_t bytes) {
+  cl_mem& m = which == 2 ? cell : partials[which];
+  std::size_t& have = which == 2 ? cell_bytes : partial_bytes[which];
+  if (m && have >= bytes) return m;
+  if (m) clReleaseMemObject(std::exchange(m, nullptr));
+  have = 0;
+  cl_int rc = CL_SUCCESS;
+  m = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, nullptr, &rc);
+  check(rc, "clCreateBuffer", format_bytes(bytes) + (which == 2 ? " result cell" : " of partials"));
+  have = bytes;
+  return m;
+}
+
 // ---- the reduction --------------------------------------------------------------------------
 
 Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
@@ -341,20 +362,13 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   }
 
   // Buffers: partials ping-pong between two scratch buffers; the atomic finish adds into one cell.
-  MemGuard scratch[2], cell;
+  ScratchBuffers own;
+  ScratchBuffers& scratch = rq.scratch ? *rq.scratch : own;
+  cl_mem used[3] = {};
   for (int i = 0; i < 2; ++i)
-    if (scratch_elems[i]) {
-      cl_int rc = CL_SUCCESS;
-      const std::uint64_t bytes = scratch_elems[i] * acc_bytes;
-      scratch[i].mem = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, nullptr, &rc);
-      check(rc, "clCreateBuffer", format_bytes(bytes) + " of partials");
-    }
-  if (finish != Finish::Partials) {
-    cl_int rc = CL_SUCCESS;
-    cell.mem = clCreateBuffer(context, CL_MEM_READ_WRITE, acc_bytes, nullptr, &rc);
-    check(rc, "clCreateBuffer", "result cell");
-  }
-  auto mem_of = [&](int which) -> cl_mem { return which < 0 ? rq.buffer : which == 2 ? cell.mem : scratch[which].mem; };
+    if (scratch_elems[i]) used[i] = scratch.get(context, i, scratch_elems[i] * acc_bytes);
+  if (finish != Finish::Partials) used[2] = scratch.get(context, 2, acc_bytes);
+  auto mem_of = [&](int which) -> cl_mem { return which < 0 ? rq.buffer : used[which]; };
   const cl_mem final_mem = mem_of(passes.back().out);
 
   unsigned char ident[8] = {};
@@ -380,7 +394,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     if (finish != Finish::Partials) {
       cl_event e = nullptr;
       const cl_event* w = wait(nw);
-      check(clEnqueueFillBuffer(rq.queue, cell.mem, ident, acc_bytes, 0, acc_bytes, nw, w, &e), "clEnqueueFillBuffer",
+      check(clEnqueueFillBuffer(rq.queue, used[2], ident, acc_bytes, 0, acc_bytes, nw, w, &e), "clEnqueueFillBuffer",
             "result cell");
       ev.events.push_back(e);
     }
