@@ -7,7 +7,7 @@
 
 namespace xr::kern {
 
-// 11. atomic_global: every element is one atomic on the same address (grid-stride loop).
+// 14. atomic_global: every element is one atomic on the same address (grid-stride loop).
 template <class In, class Acc, xr::Op O>
 __global__ void k_atomic_global(const In* __restrict__ in, u64 n, Acc* out) {
   const u64 stride = u64(gridDim.x) * blockDim.x;
@@ -15,7 +15,7 @@ __global__ void k_atomic_global(const In* __restrict__ in, u64 n, Acc* out) {
     atomic_combine<O>(out, static_cast<Acc>(in[i]));
 }
 
-// 12. atomic_shared: every element is one shared-memory atomic on a per-block accumulator;
+// 15. atomic_shared: every element is one shared-memory atomic on a per-block accumulator;
 // one global atomic per block.
 template <class In, class Acc, xr::Op O>
 __global__ void k_atomic_shared(const In* __restrict__ in, u64 n, Acc* out) {
@@ -29,7 +29,7 @@ __global__ void k_atomic_shared(const In* __restrict__ in, u64 n, Acc* out) {
   if (threadIdx.x == 0) atomic_combine<O>(out, block_acc);
 }
 
-// 13. tree_atomic: a register accumulator per thread, a shuffle tree per block, one global
+// 16. tree_atomic: a register accumulator per thread, a shuffle tree per block, one global
 // atomic per block. blockDim.x: multiple of 32.
 template <class In, class Acc, xr::Op O>
 __global__ void k_tree_atomic(const In* __restrict__ in, u64 n, Acc* out) {

@@ -1,7 +1,8 @@
-// Rungs 7-11 and auto: a fixed grid that strides over the input (many elements per thread),
+// Rungs 7-13 and auto: a fixed grid that strides over the input (many elements per thread),
 // then a block reduction. cascade and shuffle write one partial per block; vector adds
 // 128-bit loads; single_pass and auto finish in the same launch (finish.cuh); dynamic_tiles
-// draws its share of the input at run time.
+// draws its share of the input at run time; bulk_copy and bulk_tiles let the copy engine
+// stream stages into shared memory (sm_90).
 #pragma once
 
 #include <cstdint>
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-// 11. dynamic_tiles (and auto from 1 GiB): blocks draw tiles of tile_packs packs from a
+// 11. dynamic_tiles (and auto from 1 GiB where it does not use the copy engine): blocks draw tiles of tile_packs packs from a
 // counter, so SMs that stream faster take more of the input; static segments leave a quarter
 // of the SMs idle for the last quarter of the kernel (bench/exp_tail.cu). Each tile is summed
 // by one block in a fixed order and stored; the last block combines the tile partials in tile
@@ -225,6 +226,10 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
       "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
       : "memory");
 }
+// Completes the barrier's phase with no copy: the stage carries no data.
+__device__ __forceinline__ void mbar_arrive(u64* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
 __device__ __forceinline__ void mbar_wait(u64* bar, unsigned phase) {
   unsigned done;
   do {
@@ -236,14 +241,26 @@ __device__ __forceinline__ void mbar_wait(u64* bar, unsigned phase) {
 }
 #endif
 
-// 12. bulk_copy (and auto from 256 MB): each block streams its own segment of whole stages
-// through a ring of Stages shared-memory buffers that the copy engine fills (cp.async.bulk,
-// one thread issuing, no registers held by loads in flight), and the threads reduce from
-// shared memory; a ticket combines the blocks in block order. On an H200 the 16-byte loads of
-// the rungs above stall at 4.1-4.3 TB/s where the bulk copies reach 4.4-4.6
+// This thread's packs of one shared-memory stage, in a fixed order.
+template <xr::Op O, class Acc, class In, u64 StagePacks>
+__device__ __forceinline__ Acc reduce_stage(const Pack<In>* stage) {
+  Acc acc = ident<O, Acc>();
+#pragma unroll 4
+  for (unsigned j = threadIdx.x; j < StagePacks; j += blockDim.x) {
+    const Pack<In> r[1] = {stage[j]};
+    acc = apply<O>(acc, reduce_packs<O, Acc>(r));
+  }
+  return acc;
+}
+
+// 12. bulk_copy (and auto from 64 MB to 1 GiB where the HBM reaches 4 TB/s): each block streams its
+// own segment of whole stages through a ring of Stages shared-memory buffers that the copy engine
+// fills (cp.async.bulk, one thread issuing, no registers held by loads in flight), and the threads
+// reduce from shared memory; a ticket combines the blocks in block order. On an H200 the 16-byte
+// loads of the rungs above stall at 4.1-4.3 TB/s where the bulk copies reach 4.4-4.6
 // (bench/exp_tail.cu). Packs after the last whole stage, and the misaligned head and tail, go
-// through plain loads. Before sm_90 the segment is read with the streaming loads of auto's
-// block segments instead.
+// through plain loads. Before sm_90 the segment is read with the streaming loads of auto's block
+// segments instead.
 template <class In, class Acc, xr::Op O, unsigned Stages, unsigned StageBytes>
 __global__ void __launch_bounds__(1024)
     k_vec_bulk(const In* __restrict__ in, u64 n, Acc* __restrict__ out, FinishState finish) {
@@ -273,11 +290,7 @@ __global__ void __launch_bounds__(1024)
     const unsigned b = k % Stages;
     mbar_wait(&full[b], (k / Stages) & 1);
     const Pack<In>* stage = ring + b * kStagePacks;
-#pragma unroll 4
-    for (unsigned j = threadIdx.x; j < kStagePacks; j += blockDim.x) {
-      const Pack<In> r[1] = {stage[j]};
-      acc = apply<O>(acc, reduce_packs<O, Acc>(r));
-    }
+    acc = apply<O>(acc, reduce_stage<O, Acc, In, kStagePacks>(stage));
     __syncthreads();  // every thread is done with buffer b before it is refilled
     if (threadIdx.x == 0 && s + Stages < last)
       bulk_load(ring + b * kStagePacks, vin + (s + Stages) * kStagePacks, StageBytes, &full[b]);
@@ -292,6 +305,95 @@ __global__ void __launch_bounds__(1024)
   } else {
     finish_ticket<O>(acc, out, finish);
   }
+}
+
+// 13. bulk_tiles (and auto from 1 GiB where the HBM reaches 4 TB/s): bulk_copy's ring, fed with
+// tiles of tile_stages stages that blocks draw from a counter (dynamic_tiles' balance). Thread 0
+// issues the copies: it walks its current tile and draws the next one a tile ahead, so the ring
+// never drains at a tile's end, and tags each ring buffer with its tile (or kNoTile: the block has
+// drawn past the last tile). A tile's stages are summed in order into partial t; partial `tiles`
+// holds the misaligned head, the tail and the packs after the last whole stage (block 0), and the
+// last block combines the tiles + 1 partials in order: the bits depend on n and the block size
+// only. Before sm_90 each tile is read with streaming loads.
+template <class In, class Acc, xr::Op O, unsigned Stages, unsigned StageBytes>
+__global__ void __launch_bounds__(1024)
+    k_vec_bulk_tiles(const In* __restrict__ in, u64 n, u64 tile_stages, Acc* __restrict__ out, FinishState finish) {
+  constexpr u64 kStagePacks = StageBytes / 16;
+  const PackSplit<In> split(in, n);
+  const Pack<In>* vin = reinterpret_cast<const Pack<In>*>(in + split.head);
+  const u64 stages = split.nvec / kStagePacks;
+  const u64 tiles = (stages + tile_stages - 1) / tile_stages;
+  Acc* partials = static_cast<Acc*>(finish.partials);
+  if (blockIdx.x == 0) {
+    Acc edges = split.template edge<O, Acc>(in, n, threadIdx.x);
+    edges = apply<O>(edges, accumulate_packs<O, Acc, In, 1, Deal::DynamicTiles>(vin, stages * kStagePacks + threadIdx.x,
+                                                                               split.nvec, blockDim.x));
+    edges = block_reduce<O>(edges);
+    if (threadIdx.x == 0) partials[tiles] = edges;
+  }
+#ifdef XR_BULK_COPY
+  constexpr unsigned kNoTile = ~0u;
+  extern __shared__ __align__(128) unsigned char xr_bulk_ring[];
+  Pack<In>* ring = reinterpret_cast<Pack<In>*>(xr_bulk_ring);
+  __shared__ __align__(8) u64 full[Stages];
+  __shared__ unsigned ring_tile[Stages];
+  // Thread 0's walk: the tile it is issuing, the next stage of it, and the tile drawn after it.
+  unsigned issuing = kNoTile, next_tile = kNoTile;
+  u64 issue_stage = 0;
+  const auto issue = [&](unsigned b) {
+    if (issuing < tiles && issue_stage == min(stages, (u64(issuing) + 1) * tile_stages)) {
+      issuing = next_tile;
+      issue_stage = u64(issuing) * tile_stages;
+      if (issuing < tiles) next_tile = atomicAdd(finish.tile_counter, 1u);
+    }
+    ring_tile[b] = issuing < tiles ? issuing : kNoTile;
+    if (issuing < tiles) {
+      bulk_load(ring + b * kStagePacks, vin + issue_stage * kStagePacks, StageBytes, &full[b]);
+      ++issue_stage;
+    } else {
+      mbar_arrive(&full[b]);
+    }
+  };
+  if (threadIdx.x == 0) {
+    for (unsigned b = 0; b < Stages; ++b) mbar_init(&full[b]);
+    issuing = atomicAdd(finish.tile_counter, 1u);
+    issue_stage = u64(issuing) * tile_stages;
+    if (issuing < tiles) next_tile = atomicAdd(finish.tile_counter, 1u);
+    for (unsigned b = 0; b < Stages; ++b) issue(b);
+  }
+  __syncthreads();
+  Acc acc = ident<O, Acc>();
+  unsigned current = kNoTile;
+  for (u64 k = 0;; ++k) {
+    const unsigned b = k % Stages;
+    mbar_wait(&full[b], (k / Stages) & 1);
+    const unsigned t = ring_tile[b];
+    if (t != current && current != kNoTile) {  // the tile before is complete
+      acc = block_reduce<O>(acc);
+      if (threadIdx.x == 0) partials[current] = acc;
+      acc = ident<O, Acc>();
+    }
+    if (t == kNoTile) break;
+    current = t;
+    acc = apply<O>(acc, reduce_stage<O, Acc, In, kStagePacks>(ring + b * kStagePacks));
+    __syncthreads();  // every thread is done with buffer b (and its tag) before it is refilled
+    if (threadIdx.x == 0) issue(b);
+  }
+#else
+  __shared__ unsigned drawn;
+  for (;;) {
+    if (threadIdx.x == 0) drawn = atomicAdd(finish.tile_counter, 1u);
+    __syncthreads();
+    const u64 t = drawn;
+    if (t >= tiles) break;
+    const u64 begin = t * tile_stages * kStagePacks, end = min(stages, (t + 1) * tile_stages) * kStagePacks;
+    Acc acc = accumulate_packs<O, Acc, In, 4, Deal::DynamicTiles>(vin, begin + threadIdx.x, end, blockDim.x);
+    acc = block_reduce<O>(acc);
+    if (threadIdx.x == 0) partials[t] = acc;
+    __syncthreads();
+  }
+#endif
+  ticket_collect<O>(tiles + 1, out, finish);
 }
 
 }  // namespace xr::kern

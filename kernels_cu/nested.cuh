@@ -1,4 +1,4 @@
-// Rung 14, nested (reference 004), rewritten for CUDA 12+ dynamic parallelism (CDP2), which
+// Rung 17, nested (reference 004), rewritten for CUDA 12+ dynamic parallelism (CDP2), which
 // has no device-side cudaDeviceSynchronize. The host launches level 0; each level reduces
 // chunks of kNestedPerThread * blockDim.x elements to one partial per block, and thread 0 of
 // block 0 launches the next level into cudaStreamTailLaunch. A tail launch starts only after

@@ -143,23 +143,34 @@ struct DynamicTiles {
 // 2^27-2^30 i32, where every 16-byte-load layout took 1.01-1.10).
 constexpr unsigned kBulkStages = 4, kBulkStageBytes = 16384;
 
+// A bulk kernel's shared ring (none before sm_90, where it reads with loads) and its grid:
+// every block the SMs hold, at most `work` blocks unless the caller set the grid.
+struct BulkShape {
+  std::size_t smem = 0;
+  u64 grid = 0;
+};
+inline BulkShape bulk_shape(const void* kernel, const Launch& L, u64 work, const char* variant) {
+  BulkShape b;
+  if (ptx_version(kernel, L.caps->device) >= 90) {
+    b.smem = std::size_t(kBulkStages) * kBulkStageBytes;
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(b.smem)),
+          std::string("cudaFuncSetAttribute (") + variant + "'s shared memory)");
+  }
+  b.grid = L.grid ? L.grid
+                  : std::clamp<u64>(work, 1, u64(L.caps->sm_count) * blocks_per_sm(kernel, L.block, b.smem, L.caps->device));
+  if (b.grid > Workspace::kMaxSinglePassGrid)
+    throw InvalidArgument(std::string("cuda: ") + variant + ": grid of " + std::to_string(b.grid) + " blocks exceeds " +
+                          std::to_string(Workspace::kMaxSinglePassGrid));
+  return b;
+}
+
 template <class In, class Acc, Op O> Outcome bulk_launch(const Launch& L, const char* variant) {
   const auto kernel = &kern::k_vec_bulk<In, Acc, O, kBulkStages, kBulkStageBytes>;
-  const void* k = reinterpret_cast<const void*>(kernel);
-  const bool bulk = ptx_version(k, L.caps->device) >= 90;  // else the kernel reads with plain loads
-  const std::size_t smem = bulk ? std::size_t(kBulkStages) * kBulkStageBytes : 0;
-  if (bulk)
-    check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-          "cudaFuncSetAttribute (bulk_copy's shared memory)");
   const u64 stages = L.n * sizeof(In) / kBulkStageBytes;
-  u64 grid = L.grid ? L.grid : u64(L.caps->sm_count) * blocks_per_sm(k, L.block, smem, L.caps->device);
-  if (!L.grid) grid = std::clamp<u64>(stages, 1, grid);
-  if (grid > Workspace::kMaxSinglePassGrid)
-    throw InvalidArgument(std::string("cuda: ") + variant + ": grid of " + std::to_string(grid) + " blocks exceeds " +
-                          std::to_string(Workspace::kMaxSinglePassGrid));
-  const unsigned g = to_grid(grid, variant);
-  kernel<<<g, L.block, smem, L.stream>>>(static_cast<const In*>(L.in), L.n, static_cast<Acc*>(L.out),
-                                         finish_state(*L.ws));
+  const BulkShape shape = bulk_shape(reinterpret_cast<const void*>(kernel), L, stages, variant);
+  const unsigned g = to_grid(shape.grid, variant);
+  kernel<<<g, L.block, shape.smem, L.stream>>>(static_cast<const In*>(L.in), L.n, static_cast<Acc*>(L.out),
+                                               finish_state(*L.ws));
   check_launch(variant);
   Outcome o;
   o.launches = 1;
@@ -170,9 +181,40 @@ template <class In, class Acc, Op O> Outcome bulk_launch(const Launch& L, const 
   return o;
 }
 
+// bulk_tiles' tiles: as dynamic_tiles', 256 KB (16 stages) where n makes at least
+// kTargetTiles of them, smaller down to one stage, larger where more than the workspace's
+// partials (one is the edges') would be needed. Depends on n only.
+constexpr u64 kBulkTileStages = 16;
+
+template <class In, class Acc, Op O> Outcome bulk_tiles_launch(const Launch& L, const char* variant) {
+  const auto kernel = &kern::k_vec_bulk_tiles<In, Acc, O, kBulkStages, kBulkStageBytes>;
+  const u64 stages = L.n * sizeof(In) / kBulkStageBytes;  // the kernel's count is at most this
+  u64 tile = std::clamp<u64>(ceil_div(stages, kTargetTiles), 1, kBulkTileStages);
+  tile = std::max(tile, ceil_div(stages, Workspace::kMaxSinglePassGrid - 1));
+  const u64 tiles = ceil_div(stages, tile);
+  const BulkShape shape = bulk_shape(reinterpret_cast<const void*>(kernel), L, tiles, variant);
+  const unsigned g = to_grid(shape.grid, variant);
+  kernel<<<g, L.block, shape.smem, L.stream>>>(static_cast<const In*>(L.in), L.n, tile, static_cast<Acc*>(L.out),
+                                               finish_state(*L.ws));
+  check_launch(variant);
+  Outcome o;
+  o.launches = 1;
+  o.finish = "tiles drawn from a counter; the last block (ticket) combines the tile partials in tile order";
+  o.depth = vec_pass_depth(tile * kBulkStageBytes / sizeof(In), 1, L.block) + pass_depth(tiles + 1, 1, L.block);
+  o.variant = variant;
+  return o;
+}
+
 struct BulkCopy {
   static constexpr const char* name = "bulk_copy";
   template <class In, class Acc, Op O> static Outcome run(const Launch& L) { return bulk_launch<In, Acc, O>(L, name); }
+};
+
+struct BulkTiles {
+  static constexpr const char* name = "bulk_tiles";
+  template <class In, class Acc, Op O> static Outcome run(const Launch& L) {
+    return bulk_tiles_launch<In, Acc, O>(L, name);
+  }
 };
 
 // Inputs of at least this many bytes stream from HBM: auto deals them out in block segments
@@ -182,7 +224,10 @@ struct BulkCopy {
 // 2^20) grid-stride 0.64 against segments 0.75.
 constexpr u64 kStreamingBytes = u64(64) << 20;
 
-// From this many bytes auto draws tiles (dynamic_tiles). On the H100 above: tiles led from
+// From this many bytes auto draws tiles (dynamic_tiles, or bulk_tiles where it uses the copy
+// engine). On an H200 (bench/RESULTS.md, session 5) bulk_tiles ran at 0.967-0.989 of CUB's time
+// from 1 GiB to 8 GiB where bulk_copy took 0.977-1.009, and tied with it at 512 MB
+// (0.961-0.977 against 0.960-0.977). On the H100 above: tiles led from
 // 2 GiB; at 1 GiB they tied in bench/exp_tail.cu (0.970-0.973 of CUB against 0.967-0.972) and
 // led in 6 of 6 library sweeps (xr_bench_auto_vs_cub --kernels: 0.979-0.985 against
 // 0.985-0.988); at 512 MB segments led (0.953-0.964 against 0.968-0.977).
@@ -193,7 +238,7 @@ constexpr u64 kTilesBytes = u64(1) << 30;
 // bench/RESULTS.md) bulk copies ran at 0.85-1.005 of CUB's time from 64 MB to 8 GB, where
 // segments and tiles took 0.86-1.08 (1.03-1.08 from 512 MB). On an H100 (3.35 TB/s) they ran
 // level with segments or behind them (bench/exp_tail.cu: 0.956-0.989 against 0.872-0.991),
-// so there the layouts below stay.
+// so there the 16-byte-load layouts stay.
 constexpr double kBulkCopyGBps = 4000;
 
 // auto: the single_pass kernel sized so every thread has at least kUnroll packs (fewer, fuller
@@ -205,7 +250,8 @@ struct Auto {
     const auto bulk_kernel = reinterpret_cast<const void*>(&kern::k_vec_bulk<In, Acc, O, kBulkStages, kBulkStageBytes>);
     if (L.n * sizeof(In) >= kStreamingBytes && L.caps->dram_gbps >= kBulkCopyGBps &&
         ptx_version(bulk_kernel, L.caps->device) >= 90)
-      return bulk_launch<In, Acc, O>(L, "auto:bulk_copy");
+      return L.n * sizeof(In) >= kTilesBytes ? bulk_tiles_launch<In, Acc, O>(L, "auto:bulk_tiles")
+                                             : bulk_launch<In, Acc, O>(L, "auto:bulk_copy");
     if (L.n * sizeof(In) >= kTilesBytes) return tiles_launch<In, Acc, O>(L, "auto:dynamic_tiles");
     if (L.n * sizeof(In) >= kStreamingBytes)
       return single_launch<In, Acc, O, Deal::BlockSegments>(
@@ -236,6 +282,9 @@ std::vector<RungEntry> grid_rungs() {
           KernelKind::Rung, 256, warps),
       make_entry<BulkCopy>(
           "the copy engine streams 16 KB stages into shared memory (sm_90 bulk copies), no loads in flight in registers; static segments",
+          KernelKind::Rung, 256, warps),
+      make_entry<BulkTiles>(
+          "bulk_copy's ring fed with tiles drawn from a counter, so fast SMs take more; a block reduce per tile",
           KernelKind::Rung, 256, warps),
   };
 }

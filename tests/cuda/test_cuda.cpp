@@ -151,20 +151,20 @@ std::vector<unsigned> blocks_for(const std::string& kernel) {
 }  // namespace
 
 // Whether auto ran a layout it takes for an input of `bytes` (rungs_grid.cu): from 64 MB,
-// bulk_copy on GPUs whose HBM reaches 4 TB/s, else segments up to 1 GiB and tiles from there.
+// segments, or bulk_copy on GPUs whose HBM reaches 4 TB/s; from 1 GiB tiles of either kind.
 bool auto_ran_its_layout(const std::string& kernel, u64 bytes) {
   if (bytes < (u64(64) << 20)) return kernel == "auto:single_pass";
-  if (kernel == "auto:bulk_copy") return true;
-  return kernel == (bytes >= (u64(1) << 30) ? "auto:dynamic_tiles" : "auto:segmented");
+  if (bytes < (u64(1) << 30)) return kernel == "auto:segmented" || kernel == "auto:bulk_copy";
+  return kernel == "auto:dynamic_tiles" || kernel == "auto:bulk_tiles";
 }
 
 TEST_CASE("ladder order and notes") {
   const std::vector<std::string> want{"interleaved_divergent", "interleaved_strided", "sequential", "first_add",
                                       "unroll_last_warp",      "unroll_complete",     "cascade",    "shuffle",
                                       "vector",                "single_pass",         "dynamic_tiles",
-                                      "bulk_copy",             "atomic_global",       "atomic_shared",
-                                      "tree_atomic",           "nested",              "cub",
-                                      "auto"};
+                                      "bulk_copy",             "bulk_tiles",          "atomic_global",
+                                      "atomic_shared",         "tree_atomic",         "nested",
+                                      "cub",                   "auto"};
   const auto ks = xr::cu::kernels();
   REQUIRE(ks.size() == want.size());
   for (std::size_t i = 0; i < ks.size(); ++i) {
@@ -172,8 +172,8 @@ TEST_CASE("ladder order and notes") {
     CHECK(!ks[i].note.empty());
     CHECK(ks[i].note.find('\n') == std::string::npos);
   }
-  CHECK(ks[16].kind == xr::KernelKind::Baseline);
-  CHECK(ks[17].kind == xr::KernelKind::Auto);
+  CHECK(ks[17].kind == xr::KernelKind::Baseline);
+  CHECK(ks[18].kind == xr::KernelKind::Auto);
   auto r = xr::make_reducer("cuda");
   CHECK(r->kernels().size() == want.size());
   CHECK(!r->device().empty());
@@ -307,7 +307,7 @@ TEST_CASE("auto on misaligned device pointers (offset 1, 2, 3 elements)") {
           if (n == 0 && (op == Op::Min || op == Op::Max)) continue;
           const auto h = make_data<T>(n, op, 5 + offset);
           DevBuf<T> d(h, offset);
-          for (const char* kernel : {"auto", "vector", "single_pass", "dynamic_tiles", "bulk_copy"}) {
+          for (const char* kernel : {"auto", "vector", "single_pass", "dynamic_tiles", "bulk_copy", "bulk_tiles"}) {
             xr::RunOptions opt;
             opt.kernel = kernel;
             check_value(xr::cu::reduce(d.p + offset, n, op, nullptr, opt), h, op, Accumulator::Wide,
@@ -360,7 +360,7 @@ TEST_CASE("one-launch finish: each launch waits for its own partials, also when 
   const std::int32_t* inputs[] = {a.p, b.p, c.p};
   const u64 grids[] = {1000, 3, 517, 2, 1000, 64, 999};
   DevBuf<std::int64_t> out(std::size(grids));
-  for (const char* kernel : {"auto", "single_pass", "dynamic_tiles"}) {
+  for (const char* kernel : {"auto", "single_pass", "dynamic_tiles", "bulk_tiles"}) {
     for (std::size_t i = 0; i < std::size(grids); ++i) {
       xr::RunOptions opt;
       opt.kernel = kernel;
@@ -376,7 +376,7 @@ TEST_CASE("one-launch finish: each launch waits for its own partials, also when 
     }
   }
   // The same launch replayed from a CUDA graph, the input changed between replays.
-  for (const char* kernel : {"auto", "dynamic_tiles"}) {
+  for (const char* kernel : {"auto", "dynamic_tiles", "bulk_tiles"}) {
     xr::RunOptions opt;
     opt.kernel = kernel;
     opt.grid_size = 700;
@@ -401,7 +401,7 @@ TEST_CASE("one-launch finish: each launch waits for its own partials, also when 
   CK(cudaStreamDestroy(s));
 }
 
-TEST_CASE("dynamic_tiles: the same bits on every call and every grid, whichever block drew which tile") {
+TEST_CASE("dynamic_tiles, bulk_tiles: the same bits on every call and every grid, whichever block drew which tile") {
   // Float sums depend on the order of additions: each tile is summed by one block in a fixed
   // order and the tile partials are combined in tile order, so neither the race for tiles nor
   // the grid may change a bit.
@@ -410,16 +410,18 @@ TEST_CASE("dynamic_tiles: the same bits on every call and every grid, whichever 
     if constexpr (std::is_floating_point_v<T>) {
       const u64 n = (u64(1) << 23) + 3;
       const auto h = make_data<T>(n, Op::Sum, 21);
-      DevBuf<T> d(h, 1);  // misaligned by one element: tile 0 carries a head
-      xr::RunOptions opt;
-      opt.kernel = "dynamic_tiles";
-      const xr::Result first = xr::cu::reduce(d.p + 1, n, Op::Sum, nullptr, opt);
-      check_value(first, h, Op::Sum, Accumulator::Wide, "dynamic_tiles");
-      for (u64 grid : {u64(0), u64(0), u64(1), u64(7), u64(132), u64(528), u64(4096)}) {
-        opt.grid_size = grid;
-        const xr::Result again = xr::cu::reduce(d.p + 1, n, Op::Sum, nullptr, opt);
-        INFO(xr::to_string(xr::dtype_of<T>) << " grid " << grid);
-        CHECK(again.value.same_bits(first.value));
+      DevBuf<T> d(h, 1);  // misaligned by one element: a head and a tail outside the tiles
+      for (const char* kernel : {"dynamic_tiles", "bulk_tiles"}) {
+        xr::RunOptions opt;
+        opt.kernel = kernel;
+        const xr::Result first = xr::cu::reduce(d.p + 1, n, Op::Sum, nullptr, opt);
+        check_value(first, h, Op::Sum, Accumulator::Wide, kernel);
+        for (u64 grid : {u64(0), u64(0), u64(1), u64(7), u64(132), u64(528), u64(4096)}) {
+          opt.grid_size = grid;
+          const xr::Result again = xr::cu::reduce(d.p + 1, n, Op::Sum, nullptr, opt);
+          INFO(kernel << " " << xr::to_string(xr::dtype_of<T>) << " grid " << grid);
+          CHECK(again.value.same_bits(first.value));
+        }
       }
     }
   });
