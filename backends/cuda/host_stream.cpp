@@ -136,6 +136,7 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
     int launches = 0;
     u64 depth = 0;
     Outcome last;
+    std::string combined;  // how the chunk results were combined, after last.finish
     ExactSum exact_sum;
     try {
       for (u64 k = 0; k < chunks; ++k) {
@@ -193,7 +194,7 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
         kernel_ms += elapsed(slots_[0].kernel_start, slots_[0].reduced);
         launches += c.launches;
         depth += c.depth;
-        last.finish += " + chunk results reduced on the device in order (" + c.variant + ")";
+        combined = std::string(" + chunk results reduced on the device in order (") + c.variant + ")";
       }
       if (!p.exact) {
         check(cudaMemcpyAsync(bytes, ws_.result_slot(), acc_bytes, cudaMemcpyDeviceToHost, compute),
@@ -225,7 +226,7 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
         r.value = Scalar::of(v);
       });
       r.kernel = last.variant;
-      r.finish = last.finish;
+      r.finish = last.finish + combined;
       r.rounding_depth = depth;
     }
   }

@@ -271,6 +271,15 @@ int blocks_per_sm(const void* kernel, unsigned block, std::size_t dyn_smem, int 
   });
 }
 
+void allow_dynamic_smem(const void* kernel, std::size_t bytes, int device, const char* rung) {
+  cached(std::make_tuple(kernel, bytes, device), [&] {
+    const cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+    if (e != cudaSuccess) throw_cuda(e, std::string("cudaFuncSetAttribute (") + rung + "'s shared memory)");
+    return 0;
+  });
+}
+
 int ptx_version(const void* kernel, int device) {
   return cached(std::make_pair(kernel, device), [&] {
     cudaFuncAttributes a{};

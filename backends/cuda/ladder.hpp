@@ -97,6 +97,9 @@ DeviceState& device_state(int device);  // throws DeviceError for a bad index
 
 // Resident blocks per SM of `kernel` at this block size (cached per kernel, block, device).
 int blocks_per_sm(const void* kernel, unsigned block, std::size_t dyn_smem, int device);
+// Lets `kernel` take `bytes` of dynamic shared memory on `device` (once per kernel, size and
+// device: the attribute call costs host time on every launch otherwise).
+void allow_dynamic_smem(const void* kernel, std::size_t bytes, int device, const char* rung);
 // The virtual architecture the kernel's code was compiled for (90: compute_90), cached; it
 // decides what #if __CUDA_ARCH__ picked in the kernel that runs.
 int ptx_version(const void* kernel, int device);
@@ -114,11 +117,13 @@ struct Launch {
   const DeviceCaps* caps = nullptr;
 };
 
+// What one reduction did. Both strings are literals (static storage): a launch allocates
+// nothing on the host between the events that time it.
 struct Outcome {
   int launches = 0;
-  std::string finish;   // "multi-pass", "last block", "atomic", "tail launch", "cub"
-  u64 depth = 0;        // rounding chain bound (Result::rounding_depth)
-  std::string variant;  // what ran, e.g. "auto:single_pass"
+  const char* finish = "";   // "multi-pass", "last block", "atomic", "tail launch", "cub"
+  u64 depth = 0;             // rounding chain bound (Result::rounding_depth)
+  const char* variant = "";  // what ran, e.g. "auto:single_pass"
 };
 
 using RunFn = Outcome (*)(const Launch&);

@@ -153,8 +153,7 @@ inline BulkShape bulk_shape(const void* kernel, const Launch& L, u64 work, const
   BulkShape b;
   if (ptx_version(kernel, L.caps->device) >= 90) {
     b.smem = std::size_t(kBulkStages) * kBulkStageBytes;
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(b.smem)),
-          std::string("cudaFuncSetAttribute (") + variant + "'s shared memory)");
+    allow_dynamic_smem(kernel, b.smem, L.caps->device, variant);
   }
   b.grid = L.grid ? L.grid
                   : std::clamp<u64>(work, 1, u64(L.caps->sm_count) * blocks_per_sm(kernel, L.block, b.smem, L.caps->device));
