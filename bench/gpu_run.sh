@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One session on the GPU machine: build, tests, benchmarks; full logs under $OUT (at most 8
 # files: the device tool returns no more), a short summary last.
-# Stages (default all): build test ladder sweep opencl exact host
+# Stages (default all): build test ladder sweep layouts opencl exact host
 # Kernel comparisons (opencl, exact) use --host-path resident: the input is copied once and the
 # kernels are timed; the host stage measures the streamed host path end to end.
 #   source .device/env.sh && bash bench/gpu_run.sh build test
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/xr_out}
 mkdir -p "$OUT"
 B=${XR_BUILD_DIR:-build-gpu}
-stages=${*:-build test ladder sweep opencl exact host}
+stages=${*:-build test ladder sweep layouts opencl exact host}
 summary="$OUT/summary.txt"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -54,6 +54,13 @@ fi
 if has sweep; then
   "$B/bench/xr_bench_auto_vs_cub" --types i32,f32,f64 --lo 10 --hi 30 >"$OUT/sweep.txt" 2>&1
   cat "$OUT/sweep.txt" >>"$summary"
+fi
+
+if has layouts; then
+  # auto's large-n choice: each streaming layout's time ratio to CUB, interleaved with auto.
+  "$B/bench/xr_bench_auto_vs_cub" --types i32,f32,f64 --lo 24 --hi 30 \
+    --kernels single_pass,dynamic_tiles,bulk_copy,bulk_tiles >"$OUT/layouts.txt" 2>&1
+  cat "$OUT/layouts.txt" >>"$summary"
 fi
 
 if has opencl; then
