@@ -1,6 +1,8 @@
 // The cub row: cub::DeviceReduce::Reduce with xreduce's own op (core's OpFn, so min/max
 // propagate NaN exactly like every other rung). Temp storage is the workspace's slot 2, grown
-// and kept. The baseline of the ladder, never chosen by auto.
+// and kept; its size is asked once per (types, op, n), so a timed call is one CUB call, as
+// in an application that reduces the same size again. The baseline of the ladder, never
+// chosen by auto.
 #include <cub/device/device_reduce.cuh>
 
 #include "drivers.cuh"
@@ -17,9 +19,15 @@ struct Cub {
   template <class In, class Acc, Op O, class N> static int reduce(const Launch& L, N n) {
     const In* in = static_cast<const In*>(L.in);
     Acc* out = static_cast<Acc*>(L.out);
-    std::size_t bytes = 0;
-    check(cub::DeviceReduce::Reduce(nullptr, bytes, in, out, n, CubOp<Acc, O>{}, xr::identity<Acc>(O), L.stream),
-          "cub::DeviceReduce::Reduce (temp size)");
+    Workspace::CubTempSize& size = L.ws->cub_temp_size();
+    const void* instantiation = reinterpret_cast<const void*>(&reduce<In, Acc, O, N>);
+    if (size.instantiation != instantiation || size.n != static_cast<u64>(n)) {
+      std::size_t query = 0;
+      check(cub::DeviceReduce::Reduce(nullptr, query, in, out, n, CubOp<Acc, O>{}, xr::identity<Acc>(O), L.stream),
+            "cub::DeviceReduce::Reduce (temp size)");
+      size = {instantiation, static_cast<u64>(n), query};
+    }
+    std::size_t bytes = size.bytes;
     void* temp = L.ws->scratch(2, std::max<std::size_t>(bytes, 1));
     check(cub::DeviceReduce::Reduce(temp, bytes, in, out, n, CubOp<Acc, O>{}, xr::identity<Acc>(O), L.stream),
           "cub::DeviceReduce::Reduce");

@@ -63,6 +63,14 @@ class Workspace {
   cudaEvent_t stop_event() const { return stop_; }
   // The exact-sum accumulator of this stream, allocated on first use.
   cu_exact::Workspace& exact_workspace();
+  // The cub row's temp-storage size for the last (instantiation, n) it ran: CUB is asked once
+  // per size, as a caller reducing that size again would, not before every call.
+  struct CubTempSize {
+    const void* instantiation = nullptr;
+    u64 n = 0;
+    std::size_t bytes = 0;
+  };
+  CubTempSize& cub_temp_size() { return cub_temp_size_; }
 
  private:
   int device_;
@@ -75,6 +83,7 @@ class Workspace {
   void* result_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   std::unique_ptr<cu_exact::Workspace> exact_;
+  CubTempSize cub_temp_size_;
   std::array<void*, 3> slot_{};
   std::array<std::size_t, 3> slot_bytes_{};
 };
