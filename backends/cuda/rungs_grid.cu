@@ -224,20 +224,22 @@ struct BulkTiles {
 constexpr u64 kStreamingBytes = u64(64) << 20;
 
 // From this many bytes auto draws tiles (dynamic_tiles, or bulk_tiles where it uses the copy
-// engine). On an H200 (bench/RESULTS.md, session 5) bulk_tiles ran at 0.967-0.989 of CUB's time
-// from 1 GiB to 8 GiB where bulk_copy took 0.977-1.009, and tied with it at 512 MB
-// (0.961-0.977 against 0.960-0.977). On the H100 above: tiles led from
+// engine). On an H200 (bench/RESULTS.md, session 5, calls 2, 8 and 15) bulk_tiles and
+// bulk_copy ran within about 1% of each other from 1 GiB (0.975-0.996 and 0.963-1.012 of CUB's
+// time), the lead changing from run to run; the tiles' result bits do not depend on the grid.
+// On the H100 above: tiles led from
 // 2 GiB; at 1 GiB they tied in bench/exp_tail.cu (0.970-0.973 of CUB against 0.967-0.972) and
 // led in 6 of 6 library sweeps (xr_bench_auto_vs_cub --kernels: 0.979-0.985 against
 // 0.985-0.988); at 512 MB segments led (0.953-0.964 against 0.968-0.977).
 constexpr u64 kTilesBytes = u64(1) << 30;
 
 // Where the HBM is at least this fast (peak, GB/s), auto lets the copy engine stream every
-// input of kStreamingBytes or more (bulk_copy). On an H200 (4.8 TB/s; run 15 of session 4 in
-// bench/RESULTS.md) bulk copies ran at 0.85-1.005 of CUB's time from 64 MB to 8 GB, where
-// segments and tiles took 0.86-1.08 (1.03-1.08 from 512 MB). On an H100 (3.35 TB/s) they ran
-// level with segments or behind them (bench/exp_tail.cu: 0.956-0.989 against 0.872-0.991),
-// so there the 16-byte-load layouts stay.
+// input of kStreamingBytes or more (bulk_copy). On an H200 (4.8 TB/s; bench/RESULTS.md,
+// session 5, call 15) bulk_copy ran at 0.854-0.966 of CUB's time from 64 MB to 512 MB, where
+// the 16-byte-load single_pass took 0.875-0.988 and dynamic_tiles 0.92-1.05, and from 1 GiB
+// 0.987-1.003 and 1.02-1.06. On an H100 (3.35 TB/s) bulk copies ran level with segments or
+// behind them (bench/exp_tail.cu: 0.956-0.989 against 0.872-0.991), so there the
+// 16-byte-load layouts stay.
 constexpr double kBulkCopyGBps = 4000;
 
 // auto: the single_pass kernel sized so every thread has at least kUnroll packs (fewer, fuller
