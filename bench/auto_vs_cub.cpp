@@ -5,9 +5,11 @@
 //   xr_bench_auto_vs_cub [--types i32,f32,f64] [--lo 10] [--hi 30] [--op sum] [--grids G1,G2xB2]
 //                        [--kernels K1,K2]
 //
-// --grids adds auto runs with a fixed grid of G blocks, or G blocks of B threads for GxB (0x512:
-// auto's own grid at block 512; tuning: the default shape is chosen by the backend); --kernels adds runs of the named rungs (tuning auto's choice between layouts).
-// Each adds a column with its time ratio to cub, interleaved with the rest.
+// --grids adds auto runs with a fixed grid of G blocks, or G blocks of B threads for GxB
+// (0x512: auto's own grid at block 512), for tuning the shape the backend chooses; --kernels
+// adds runs of the named rungs (tuning auto's choice between layouts). Each adds a column with
+// its time ratio to cub, interleaved with the rest. The header line gives the launch floor: an
+// empty kernel timed the same way.
 #include <cuda_runtime.h>
 
 #include <algorithm>
