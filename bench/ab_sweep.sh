@@ -6,7 +6,7 @@
 #   bash bench/ab_sweep.sh BASE [ROUNDS=3] [sweep flags, default --types i32,f32,f64 --lo 12 --hi 28]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-base=$1
+base=${1:?usage: bash bench/ab_sweep.sh BASE_SOURCE_TREE [ROUNDS=3] [sweep flags]}
 rounds=${2:-3}
 shift $(($# < 2 ? $# : 2))
 flags=("$@")

@@ -3,30 +3,30 @@
 // sweep's smallest sizes can be read against what any one-launch call costs on this device.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <vector>
 
 namespace {
 __global__ void k_empty() {}
 }  // namespace
 
-// Median microseconds of `rounds` empty launches of one block on `stream`, each between two
-// events; negative if a CUDA call failed.
-double empty_kernel_us(int rounds, cudaStream_t stream) {
+// Appends to `ms` the time of each of `rounds` empty launches of one block on `stream`, each
+// between two events, after three untimed ones. The first failing CUDA call's error, else
+// cudaSuccess.
+cudaError_t time_empty_kernel(int rounds, cudaStream_t stream, std::vector<double>& ms) {
   cudaEvent_t a = nullptr, b = nullptr;
-  if (cudaEventCreate(&a) != cudaSuccess || cudaEventCreate(&b) != cudaSuccess) return -1;
-  std::vector<float> ms;
-  for (int i = 0; i < rounds + 3; ++i) {
+  cudaError_t e = cudaEventCreate(&a);
+  if (e == cudaSuccess) e = cudaEventCreate(&b);
+  for (int i = 0; e == cudaSuccess && i < rounds + 3; ++i) {
     cudaEventRecord(a, stream);
     k_empty<<<1, 32, 0, stream>>>();
     cudaEventRecord(b, stream);
     float t = 0;
-    if (cudaEventSynchronize(b) != cudaSuccess || cudaEventElapsedTime(&t, a, b) != cudaSuccess) return -1;
-    if (i >= 3) ms.push_back(t);  // three warm-up launches
+    e = cudaEventSynchronize(b);
+    if (e == cudaSuccess) e = cudaEventElapsedTime(&t, a, b);
+    if (e == cudaSuccess && i >= 3) ms.push_back(t);
   }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  if (cudaGetLastError() != cudaSuccess) return -1;
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2] * 1e3;
+  if (e == cudaSuccess) e = cudaGetLastError();
+  if (a) cudaEventDestroy(a);
+  if (b) cudaEventDestroy(b);
+  return e;
 }

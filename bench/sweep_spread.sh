@@ -5,7 +5,7 @@
 # the min, median and max ratio and CUB's fastest and slowest median.
 #   bash bench/sweep_spread.sh BUILD_DIR [PROCS=6] [sweep flags, default --types i32,f32,f64 --lo 10 --hi 22]
 set -euo pipefail
-build=$1
+build=${1:?usage: bash bench/sweep_spread.sh BUILD_DIR [PROCS=6] [sweep flags]}
 procs=${2:-6}
 shift $(($# < 2 ? $# : 2))
 flags=("$@")
