@@ -91,6 +91,47 @@ TEST_CASE("min and max of an empty input throw EmptyInput on every kernel") {
       }
 }
 
+// The float sum's identity is -0: a sum whose terms are all -0 is -0 on every kernel, in plain
+// and exact mode, resident and streamed; the empty sum is +0. Bits, not values, are compared.
+TEST_CASE("a sum of -0 terms is -0 and the empty sum is +0, on every kernel and mode") {
+  auto r = reducer();
+  for (DType t : {DType::F32, DType::F64}) {
+    for (std::uint64_t n : {std::uint64_t(0), std::uint64_t(1), std::uint64_t(3000), (std::uint64_t(1) << 20) + 7}) {
+      HostBuffer zeros(t, n);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        if (t == DType::F32) zeros.as<float>()[i] = -0.0f;
+        else zeros.as<double>()[i] = -0.0;
+      }
+      const Scalar want = t == DType::F32 ? Scalar::of(n ? -0.0f : 0.0f) : Scalar::of(n ? -0.0 : 0.0);
+      CHECK(reference_reduce(zeros.view(), Op::Sum).value.same_bits(want));
+      for (const auto& k : reducing_kernels(*r)) {
+        if (!k.supports(Op::Sum, t)) continue;
+        for (bool exact : {false, true}) {
+          if (exact && !k.exact) continue;
+          for (HostPath path : {HostPath::Resident, HostPath::Stream}) {
+            RunOptions o;
+            o.kernel = k.name;
+            o.exact = exact;
+            o.host_path = path;
+            o.chunk_elements = 1000;  // streamed: several chunks, combined in order
+            const Result res = r->reduce(zeros.view(), Op::Sum, o);
+            const std::string mode = std::string(exact ? " exact" : "") + (path == HostPath::Stream ? " streamed" : " resident");
+            CHECK_MESSAGE(res.value.same_bits(want), where(k, Op::Sum, t, n), mode, ": got ", res.value.to_string());
+            CHECK_MESSAGE(check_result(res, reference_reduce(zeros.view(), Op::Sum), exact).ok, where(k, Op::Sum, t, n));
+          }
+        }
+      }
+    }
+  }
+  // The cross-check treats the sign of a zero sum as part of the value.
+  HostBuffer one(DType::F32, 1);
+  one.as<float>()[0] = -0.0f;
+  Result plus_zero;
+  plus_zero.value = Scalar::of(0.0f);
+  plus_zero.rounding_depth = 1;
+  CHECK_FALSE(check_result(plus_zero, reference_reduce(one.view(), Op::Sum)).ok);
+}
+
 TEST_CASE("heavy cancellation stays within the bound of each summation order") {
   auto r = reducer();
   for (DType t : {DType::F32, DType::F64, DType::I32, DType::I64})

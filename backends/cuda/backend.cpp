@@ -63,7 +63,7 @@ Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType ty
   if (!p.entry->blocks.accepts(block))
     throw InvalidArgument("cuda: kernel " + p.entry->info.name + " accepts block sizes " +
                           p.entry->blocks.describe() + ", not " + std::to_string(block));
-  p.fn = p.entry->find(op, type, opt.accumulator);
+  p.fn = (n == 0 ? empty_input_entry() : *p.entry).find(op, type, opt.accumulator);
   if (!p.fn)
     throw InvalidArgument("cuda: kernel " + p.entry->info.name + " does not support " + std::string(to_string(op)) +
                           " on " + std::string(to_string(type)));
@@ -159,7 +159,7 @@ Result run_timed(DeviceState& ds, Workspace& ws, const Prepared& p, const RunOpt
     r.value = Scalar::of(v);
   });
   r.device = ds.caps().name;
-  r.kernel = o.variant;
+  r.kernel = *o.variant ? o.variant : p.entry->info.name;
   r.finish = o.finish;
   r.launches = o.launches;
   r.repeats = repeats;

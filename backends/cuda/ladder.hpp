@@ -168,6 +168,7 @@ std::vector<RungEntry> atomic_rungs();   // rungs_atomic.cu
 RungEntry nested_rung();                 // nested.cu (separable compilation)
 RungEntry cub_rung();                    // cub_baseline.cu
 RungEntry auto_rung();                   // rungs_grid.cu
+const RungEntry& empty_input_entry();    // rungs_atomic.cu: n = 0 on every rung
 
 u64 ceil_div(u64 a, u64 b);
 unsigned ceil_log2(u64 x);

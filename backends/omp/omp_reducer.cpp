@@ -44,6 +44,11 @@ struct Outcome {
   std::uint64_t rounding_depth;
 };
 
+// The float sum of the reduction clause with the identity of the semantics: OpenMP's own `+`
+// starts every thread's copy at +0, which turns a sum of -0 terms into +0.
+#pragma omp declare reduction(xr_float_sum : float : omp_out += omp_in) initializer(omp_priv = -0.0f)
+#pragma omp declare reduction(xr_float_sum : double : omp_out += omp_in) initializer(omp_priv = -0.0)
+
 // rung `clause`: the OpenMP reduction clause (reference 003); one accumulator per thread, so
 // one element a cycle per core at best, and no NaN rule of its own (a flag adds it).
 template <Op O, class T, class A> Outcome run_clause(const T* x, std::uint64_t n, int threads) {
@@ -51,7 +56,10 @@ template <Op O, class T, class A> Outcome run_clause(const T* x, std::uint64_t n
   Wt acc = static_cast<Wt>(identity<A>(O));
   bool nan = false;
   const auto count = static_cast<std::int64_t>(n);
-  if constexpr (O == Op::Sum) {
+  if constexpr (O == Op::Sum && std::is_floating_point_v<A>) {
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(xr_float_sum : acc)
+    for (std::int64_t i = 0; i < count; ++i) acc += static_cast<Wt>(static_cast<A>(x[i]));
+  } else if constexpr (O == Op::Sum) {
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : acc)
     for (std::int64_t i = 0; i < count; ++i) acc += static_cast<Wt>(static_cast<A>(x[i]));
   } else if constexpr (O == Op::Prod) {

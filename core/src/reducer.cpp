@@ -40,6 +40,7 @@ Result Reducer::reduce(HostArray in, Op op, const RunOptions& options) {
   const KernelInfo k = kernel(options.kernel);
   check_request(k, op, in.type, in.n, backend(), options.exact);
   Result r = run(in, op, options, k);
+  if (in.n == 0) r.value = empty_scalar(op, r.value.type);
   if (r.path.empty()) r.path = "in place";
   r.backend = backend();
   r.n = in.n;

@@ -178,6 +178,11 @@ Agreement check_result(const Result& result, const Reference& ref, bool exact) {
     describe(a.ok ? "same special value" : "differs");
     return a;
   }
+  // A zero sum's sign is part of its value: -0 only when every term was -0, in any order.
+  if (ref.op == Op::Sum && got.f == 0 && want.f == 0 && std::signbit(got.f) != std::signbit(want.f)) {
+    describe("sign of zero differs");
+    return a;
+  }
   const double u = want.type == DType::F32 ? 0x1.0p-24 : 0x1.0p-53;
   const double tiny = want.type == DType::F32 ? std::numeric_limits<float>::denorm_min()
                                               : std::numeric_limits<double>::denorm_min();

@@ -15,6 +15,7 @@ Result Reducer::reduce(ChunkSource& source, Op op, const RunOptions& options) {
   const KernelInfo k = kernel(options.kernel);
   check_request(k, op, source.type(), source.size(), backend(), options.exact);
   Result r = run_stream(source, op, options, k);
+  if (source.size() == 0) r.value = empty_scalar(op, r.value.type);
   r.backend = backend();
   r.n = source.size();
   r.op = op;

@@ -119,6 +119,10 @@ bool Scalar::same_bits(const Scalar& other) const {
   return std::memcmp(&f, &other.f, sizeof f) == 0;
 }
 
+Scalar empty_scalar(Op op, DType type) {
+  return visit_dtype(type, [&](auto t) { return Scalar::of(empty_value<decltype(t)>(op)); });
+}
+
 void require_value_exists(Op op, std::uint64_t n) {
   if (n == 0 && (op == Op::Min || op == Op::Max))
     throw EmptyInput(std::string(to_string(op)) + " of an empty input has no value");

@@ -283,8 +283,8 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   res.kernel = kernel_name;
   res.repeats = opt.repeat;
 
-  if (rq.n == 0) {  // only sum and prod get here: their identity, nothing launched
-    res.value = visit_dtype(acc, [&](auto t) { return Scalar::of(identity<decltype(t)>(rq.op)); });
+  if (rq.n == 0) {  // only sum and prod get here: their empty value, nothing launched
+    res.value = visit_dtype(acc, [&](auto t) { return Scalar::of(empty_value<decltype(t)>(rq.op)); });
     res.finish = "none";
     if (exact) {  // the empty exact sum: +0, an empty state
       if (exact_raw) *exact_raw = ExactSum::Raw{};

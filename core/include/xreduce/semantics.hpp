@@ -3,7 +3,8 @@
 //
 // | op   | identity              | empty input  | notes                                     |
 // |------|-----------------------|--------------|-------------------------------------------|
-// | sum  | 0                     | 0            | integers wrap (two's complement)          |
+// | sum  | -0.0 (floats), 0      | +0 / 0       | integers wrap (two's complement); a sum   |
+// |      |                       |              | whose terms are all -0 is -0              |
 // | prod | 1                     | 1            | integers wrap (two's complement)          |
 // | min  | +inf / type max       | EmptyInput   | any NaN in the input makes the result NaN |
 // | max  | -inf / type lowest    | EmptyInput   | any NaN in the input makes the result NaN |
@@ -20,9 +21,13 @@
 
 namespace xr {
 
+// The float sum starts from -0.0, not +0.0: -0 + x == x for every x, so a sum of terms that are
+// all -0 stays -0 (as the exact sum says), while +0 + -0 would give +0.
 template <class T> constexpr T identity(Op op) {
   switch (op) {
-    case Op::Sum: return T(0);
+    case Op::Sum:
+      if constexpr (std::is_floating_point_v<T>) return -T(0);
+      else return T(0);
     case Op::Prod: return T(1);
     case Op::Min:
       if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
@@ -32,6 +37,17 @@ template <class T> constexpr T identity(Op op) {
   if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
   else return std::numeric_limits<T>::lowest();
 }
+
+// The value of a reduction of no elements (sum and product only: min and max of nothing are
+// EmptyInput). The identity, except that the empty float sum is +0, as in IEEE 754 and NumPy.
+template <class T> constexpr T empty_value(Op op) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (op == Op::Sum) return T(0);
+  return identity<T>(op);
+}
+
+// empty_value of the run-time (op, type): the value of every reduction of no elements.
+Scalar empty_scalar(Op op, DType type);
 
 // One step of the reduction, compile-time op. Integer sum and product wrap modulo 2^bits
 // (computed in the unsigned type, so no undefined behaviour). min/max return NaN when either
