@@ -1,7 +1,7 @@
 // xreduce: exact f32/f64 sums on OpenCL devices, OpenCL C 1.2 (the state layout and the method of
 // the CUDA kernels: docs/exact.md; the OpenCL specifics are described here).
 //
-//   XR_IN       2 float, 3 double
+//   XR_IN_T     float or double, XR_FP64 1 for double (the host's type options, from core's type table)
 //   XR_ATOM64   1: the work-group accumulator is 68 __local longs updated with atom_add
 //               (cl_khr_int64_base_atomics); 0: each limb is a pair of __local uints updated
 //               with the core 32-bit atomic_add (low word, then the carry into the high word)
@@ -47,8 +47,8 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
-#ifndef XR_IN
-#define XR_IN 2
+#ifndef XR_FP64
+#define XR_FP64 0
 #endif
 #ifndef XR_ATOM64
 #define XR_ATOM64 0
@@ -60,7 +60,7 @@
 #define XR_DENORM_SAFE 0
 #endif
 
-#if XR_IN == 3 || !XR_F32_INT
+#if XR_FP64 || !XR_F32_INT
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 #if XR_ATOM64
@@ -127,7 +127,7 @@ inline void add_scaled(__local limb_word* L, long v, int pos) {
 
 // ---- element types ----
 
-#if XR_IN == 2
+#if !XR_FP64
 typedef float elem_t;
 typedef float4 pack_t;
 #define XR_PER_PACK 4
@@ -175,7 +175,7 @@ inline void add_one(__local limb_word* L, uint* flags, double x) {
 #endif
 #define XR_PER_ITEM (XR_PER_PACK * XR_PACKS)
 
-#if XR_IN == 3 || !XR_F32_INT
+#if XR_FP64 || !XR_F32_INT
 // A double s that is an integer multiple of 2^(pos - 1074) (pos >= 0), as that integer.
 inline long scaled_int(double s, int pos) {
   const ulong b = as_ulong(s);
@@ -191,7 +191,7 @@ inline long scaled_int(double s, int pos) {
 
 // Adds a work-item's window sums to the work-group accumulator and clears them: each sum is an
 // integer multiple of the window's lowest ulp, converted exactly (docs/exact.md).
-#if XR_IN == 2
+#if !XR_FP64
 #define XR_F32_POS(w) ((int)(max((w), 21u) - 20u) + 924)  // 2^(max(W-20,1) - 150) = 2^(pos - 1074)
 #if XR_F32_INT
 #define FLUSH()                               \
@@ -256,7 +256,7 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
   uint thr = 0;     // kept iff abs_key >= thr
   int count = 0;    // terms since the last flush
   int have = 0;     // a window is set
-#if XR_IN == 2
+#if !XR_FP64
 #if XR_F32_INT
   long s = 0;
 #else
@@ -274,7 +274,7 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
       const ulong j = base + lid + (ulong)u * lsize;
       valid[u] = j < npacks;
       const pack_t q = valid[u] ? packs[j] : (pack_t)((elem_t)0);
-#if XR_IN == 2
+#if !XR_FP64
       v[4 * u] = q.x;
       v[4 * u + 1] = q.y;
       v[4 * u + 2] = q.z;
@@ -305,7 +305,7 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
       if (!have || top > top_w || top + 8u < top_w || count + XR_PER_ITEM > XR_MAX_TERMS) {
         if (have && count > 0) FLUSH();
         top_w = min(top + 2u, XR_MAX_TOP);
-#if XR_IN == 2
+#if !XR_FP64
         thr = (max(top_w, 21u) - 20u) << 23;  // exponent >= 1: subnormals and zeros are never kept
 #else
         thr = top_w > 33u ? (top_w - 32u) << 20 : 0u;
@@ -318,7 +318,7 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
       for (int e = 0; e < XR_PER_ITEM; ++e) {
         const int keep = abs_key(v[e]) >= thr;
         miss |= (uint)!keep << e;  // below the window: rare (zeros add nothing)
-#if XR_IN == 2
+#if !XR_FP64
 #if XR_F32_INT
         const uint b = as_uint(v[e]);
         const long m = (long)((b & 0x7fffffu) | 0x800000u) << (keep ? ((b >> 23) & 0xffu) - (thr >> 23) : 0u);

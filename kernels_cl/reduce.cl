@@ -1,8 +1,13 @@
-// xreduce: one reduction kernel for every OpenCL rung, specialised by -D options.
+// xreduce: one reduction kernel for every OpenCL rung, specialised by -D options that the host
+// builds from core's op and type tables (backends/opencl: program_options):
 //
-//   XR_IN      input element type code   0 int, 1 long, 2 float, 3 double
-//   XR_ACC     accumulator type code     (same codes; i32 sums may accumulate in long)
-//   XR_OP      0 sum, 1 prod, 2 min, 3 max
+//   XR_IN_T      input element type (OpenCL C name: int, long, float, double)
+//   XR_ACC_T     accumulator type (an i32 sum may accumulate in long)
+//   XR_ACC_BYTES its size, which decides the atomic extension of the finish
+//   XR_ACC_FLOAT 1 when the accumulator is a float type
+//   XR_FP64      1 when either type is double
+//   XR_IDENTITY  the op's identity in the accumulator type, as a literal
+//   XR_OP_<NAME> the op: XR_OP_SUM, XR_OP_PROD, XR_OP_MIN, XR_OP_MAX
 //   XR_K       elements each work-item reduces per tile before the tree; 0: kernel argument k
 //   XR_CONTIG  1: work-item lid reads elements lid*K .. lid*K+K-1 of a tile (CPUs); 0: lid, lid+L, ...
 //   XR_TREE    0 interleaved addressing (lid % (2s)), 1 sequential addressing
@@ -12,111 +17,54 @@
 // g + num_groups, ... : with one tile per group this is the classic one-pass kernel, with a
 // fixed grid it is a grid-stride (cascade) kernel. Inside a tile work-item lid reads elements
 // lid, lid + L, lid + 2L, ...: neighbouring work-items read neighbouring elements (coalesced);
-// with XR_CONTIG, elements lid*K ... lid*K + K-1 instead (one SIMD load on a CPU). Then the work-group reduces its L private values in local memory, barrier after barrier,
-// for any L (not only powers of two), and work-item 0 finishes.
+// with XR_CONTIG, elements lid*K ... lid*K + K-1 instead (one SIMD load on a CPU). Then the
+// work-group reduces its L private values in local memory, barrier after barrier, for any L
+// (not only powers of two), and work-item 0 finishes.
 
 #ifndef XR_CONTIG
 #define XR_CONTIG 0
 #endif
 
-#define XR_T_INT 0
-#define XR_T_LONG 1
-#define XR_T_FLOAT 2
-#define XR_T_DOUBLE 3
-
-#if XR_IN == XR_T_DOUBLE || XR_ACC == XR_T_DOUBLE
+#if XR_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
-#if XR_FINISH == 1 && XR_ACC == XR_T_INT
+#if XR_FINISH == 1 && XR_ACC_BYTES == 4
 #pragma OPENCL EXTENSION cl_khr_global_int32_base_atomics : enable
-#elif XR_FINISH >= 2 && XR_ACC == XR_T_INT
+#elif XR_FINISH >= 2 && XR_ACC_BYTES == 4
 #pragma OPENCL EXTENSION cl_khr_global_int32_extended_atomics : enable
-#elif XR_FINISH == 1 && XR_ACC == XR_T_LONG
+#elif XR_FINISH == 1 && XR_ACC_BYTES == 8
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
-#elif XR_FINISH >= 2 && XR_ACC == XR_T_LONG
+#elif XR_FINISH >= 2 && XR_ACC_BYTES == 8
 #pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
 #endif
 
-#if XR_IN == XR_T_INT
-typedef int in_t;
-#elif XR_IN == XR_T_LONG
-typedef long in_t;
-#elif XR_IN == XR_T_FLOAT
-typedef float in_t;
+typedef XR_IN_T in_t;
+typedef XR_ACC_T acc_t;
+
+// Integer sums and products wrap without signed overflow: computed in the unsigned type of
+// acc_t's size, whose bits are the two's complement result.
+#if XR_ACC_FLOAT
+#define XR_WRAP(a, op, b) ((a)op(b))
+#elif XR_ACC_BYTES == 4
+#define XR_WRAP(a, op, b) ((acc_t)as_int((uint)(a)op(uint)(b)))
 #else
-typedef double in_t;
+#define XR_WRAP(a, op, b) ((acc_t)as_long((ulong)(a)op(ulong)(b)))
 #endif
 
-// acc_t: the accumulator; uacc_t: its unsigned twin, where integer sums and products wrap
-// without signed overflow; XR_AS_ACC reinterprets the wrapped bits as acc_t.
-#if XR_ACC == XR_T_INT
-typedef int acc_t;
-typedef uint uacc_t;
-#define XR_AS_ACC as_int
-#define XR_MAXV INT_MAX
-#define XR_MINV INT_MIN
-#define XR_INTEGER 1
-#elif XR_ACC == XR_T_LONG
-typedef long acc_t;
-typedef ulong uacc_t;
-#define XR_AS_ACC as_long
-#define XR_MAXV LONG_MAX
-#define XR_MINV LONG_MIN
-#define XR_INTEGER 1
-#elif XR_ACC == XR_T_FLOAT
-typedef float acc_t;
-#define XR_INTEGER 0
-#else
-typedef double acc_t;
-#define XR_INTEGER 0
-#endif
-
-// The identity of the operation. Float sums start from -0.0, not +0.0: -0 + x == x for
-// every x (a sum of only -0 stays -0, as the exact reference says).
-#if XR_OP == 0
-#define XR_IDENTITY (XR_INTEGER ? (acc_t)0 : (acc_t)-0.0f)
-#elif XR_OP == 1
-#define XR_IDENTITY ((acc_t)1)
-#elif XR_OP == 2
-#if XR_INTEGER
-#define XR_IDENTITY ((acc_t)XR_MAXV)
-#else
-#define XR_IDENTITY ((acc_t)INFINITY)
-#endif
-#else
-#if XR_INTEGER
-#define XR_IDENTITY ((acc_t)XR_MINV)
-#else
-#define XR_IDENTITY ((acc_t)-INFINITY)
-#endif
-#endif
-
-// One step of the reduction, exactly as core's semantics.hpp: integer sums and products
-// wrap (two's complement), min and max return NaN when either side is NaN.
+// One step of the reduction, exactly as core's OpFn: integer sums and products wrap (two's
+// complement), min and max return NaN when either side is NaN.
 inline acc_t xr_op(acc_t a, acc_t b) {
-#if XR_OP == 0
-#if XR_INTEGER
-  return XR_AS_ACC((uacc_t)a + (uacc_t)b);
+#if defined(XR_OP_SUM)
+  return XR_WRAP(a, +, b);
+#elif defined(XR_OP_PROD)
+  return XR_WRAP(a, *, b);
+#elif defined(XR_OP_MIN)
+  return (b < a || b != b) ? b : a;
+#elif defined(XR_OP_MAX)
+  return (a < b || b != b) ? b : a;
 #else
-  return a + b;
-#endif
-#elif XR_OP == 1
-#if XR_INTEGER
-  return XR_AS_ACC((uacc_t)a * (uacc_t)b);
-#else
-  return a * b;
-#endif
-#else
-#if !XR_INTEGER
-  if (isnan(a)) return a;
-  if (isnan(b)) return b;
-#endif
-#if XR_OP == 2
-  return b < a ? b : a;
-#else
-  return a < b ? b : a;
-#endif
+#error "no XR_OP_<NAME> given"
 #endif
 }
 

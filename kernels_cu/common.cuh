@@ -31,14 +31,16 @@ template <class T> __device__ __forceinline__ T* dyn_shared() {
   return reinterpret_cast<T*>(xr_dyn_smem);
 }
 
-// Shuffle of any 4- or 8-byte arithmetic type (int64_t is `long` on Linux: cast through
-// long long so one overload set serves all).
+// Shuffle of any trivially copyable type, in 32-bit words (what the hardware moves; a 64-bit
+// __shfl_down_sync is two of them too). Narrower types travel in one word.
 template <class T> __device__ __forceinline__ T shfl_down(T v, unsigned delta) {
-  if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
-    return static_cast<T>(__shfl_down_sync(0xffffffffu, static_cast<long long>(v), delta));
-  } else {
-    return __shfl_down_sync(0xffffffffu, v, delta);
-  }
+  constexpr unsigned kWords = (sizeof(T) + 3) / 4;
+  unsigned w[kWords] = {};
+  __builtin_memcpy(w, &v, sizeof(T));
+#pragma unroll
+  for (unsigned i = 0; i < kWords; ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], delta);
+  __builtin_memcpy(&v, w, sizeof(T));
+  return v;
 }
 
 // Warp reduction by shuffles: lane 0 ends with the combination of all 32 lanes.

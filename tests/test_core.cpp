@@ -17,7 +17,7 @@ TEST_CASE("names parse and print") {
   CHECK(parse_op("ADD") == Op::Sum);
   CHECK(parse_dtype("double") == DType::F64);
   CHECK_THROWS_WITH_AS(parse_op("mean"), doctest::Contains("unknown op 'mean'"), InvalidArgument);
-  CHECK_THROWS_WITH_AS(parse_dtype("u8"), doctest::Contains("i32, i64, f32 or f64"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(parse_dtype("u8"), doctest::Contains("i32, i64, f32, f64"), InvalidArgument);
   CHECK_THROWS_AS(parse_dist("gauss"), InvalidArgument);
 }
 

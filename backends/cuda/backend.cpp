@@ -352,18 +352,9 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
   reduce_async(dev_ptr, n, op, dev_result, stream, options);
 }
 
-template Result reduce<std::int32_t>(const std::int32_t*, std::uint64_t, Op, cudaStream_t, const RunOptions&);
-template Result reduce<std::int64_t>(const std::int64_t*, std::uint64_t, Op, cudaStream_t, const RunOptions&);
-template Result reduce<float>(const float*, std::uint64_t, Op, cudaStream_t, const RunOptions&);
-template Result reduce<double>(const double*, std::uint64_t, Op, cudaStream_t, const RunOptions&);
-template void reduce_async<std::int32_t>(const std::int32_t*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);
-template void reduce_async<std::int64_t>(const std::int64_t*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);
-template void reduce_async<float>(const float*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);
-template void reduce_async<double>(const double*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);
-template void reduce_async<std::int32_t>(const std::int32_t*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
-template void reduce_async<std::int64_t>(const std::int64_t*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
-template void reduce_async<float>(const float*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
-template void reduce_async<double>(const double*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
+#define XR_CUDA_DEFINE(e, T, ...) XR_CUDA_ENTRY_POINTS(, T)
+XR_ELEMENT_TYPES(XR_CUDA_DEFINE)
+#undef XR_CUDA_DEFINE
 
 }  // namespace xr::cu
 

@@ -14,14 +14,20 @@
 
 namespace xr::cu::detail {
 
-// entry.fn[op][pair] = &Rung::run<In, Acc, O> for every op and (input, accumulator) pair.
-template <class Rung, Op O> void fill_op(RungEntry& e) {
-  auto& f = e.fn[static_cast<int>(O)];
-  if constexpr (O == Op::Sum) f[kI32toI64] = &Rung::template run<std::int32_t, std::int64_t, O>;
-  f[kI32] = &Rung::template run<std::int32_t, std::int32_t, O>;
-  f[kI64] = &Rung::template run<std::int64_t, std::int64_t, O>;
-  f[kF32] = &Rung::template run<float, float, O>;
-  f[kF64] = &Rung::template run<double, double, O>;
+// entry.fn[op][type][accumulator] = &Rung::run<T, accumulator_t<O, T, A>, O> for every op and
+// element type of core's tables.
+template <class Rung> void fill_runs(RungEntry& e) {
+  for_each_op([&](auto op_fn) {
+    constexpr Op O = decltype(op_fn)::op;
+    for_each_dtype([&](auto t) {
+      using T = decltype(t);
+      auto& slot = e.fn[static_cast<std::size_t>(O)][static_cast<std::size_t>(dtype_of<T>)];
+      slot[static_cast<std::size_t>(Accumulator::Wide)] =
+          &Rung::template run<T, accumulator_t<O, T, Accumulator::Wide>, O>;
+      slot[static_cast<std::size_t>(Accumulator::Native)] =
+          &Rung::template run<T, accumulator_t<O, T, Accumulator::Native>, O>;
+    });
+  });
 }
 
 template <class Rung>
@@ -34,10 +40,7 @@ RungEntry make_entry(std::string note, KernelKind kind, unsigned default_block, 
   e.info.types.assign(all_dtypes.begin(), all_dtypes.end());
   e.default_block = default_block;
   e.blocks = std::move(blocks);
-  fill_op<Rung, Op::Sum>(e);
-  fill_op<Rung, Op::Prod>(e);
-  fill_op<Rung, Op::Min>(e);
-  fill_op<Rung, Op::Max>(e);
+  fill_runs<Rung>(e);
   return e;
 }
 

@@ -58,20 +58,6 @@ std::string BlockRule::describe() const {
   return s;
 }
 
-int pair_index(DType in, DType acc) {
-  switch (in) {
-    case DType::I32: return acc == DType::I64 ? kI32toI64 : kI32;
-    case DType::I64: return kI64;
-    case DType::F32: return kF32;
-    case DType::F64: break;
-  }
-  return kF64;
-}
-
-RunFn RungEntry::find(Op op, DType in, Accumulator acc) const {
-  return fn[static_cast<int>(op)][pair_index(in, result_dtype(op, in, acc))];
-}
-
 // ---- the table -------------------------------------------------------------------------
 
 const std::vector<RungEntry>& ladder() {

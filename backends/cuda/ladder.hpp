@@ -145,16 +145,19 @@ struct BlockRule {
   std::string describe() const;
 };
 
-// (input, accumulator) pairs: i32 sums with the Wide accumulator use i64.
-enum Pair : int { kI32toI64, kI32, kI64, kF32, kF64, kPairs };
-int pair_index(DType in, DType acc);
+// A rung's run functions, [op][input type][accumulator]: one instantiation per (op, type,
+// accumulator_t), generated from core's op and type tables (drivers.cuh: fill_runs). Wide and
+// Native differ only for sums of integers narrower than 64 bits.
+using RunTable = std::array<std::array<std::array<RunFn, 2>, kDTypeCount>, kOpCount>;
 
 struct RungEntry {
   KernelInfo info;
   unsigned default_block = 256;
   BlockRule blocks;
-  std::array<std::array<RunFn, kPairs>, 4> fn{};  // [op][pair]; null where unsupported
-  RunFn find(Op op, DType in, Accumulator acc) const;
+  RunTable fn{};  // null where unsupported
+  RunFn find(Op op, DType in, Accumulator acc) const {
+    return fn[static_cast<std::size_t>(op)][static_cast<std::size_t>(in)][static_cast<std::size_t>(acc)];
+  }
 };
 
 // The ladder, in kernels() order. Rung families define their entries in their own .cu files.

@@ -19,10 +19,6 @@
 namespace xr {
 namespace {
 
-// The accumulator of (op, T): i64 for i32 sums with the Wide accumulator, T otherwise.
-template <Op O, class T, Accumulator W>
-using acc_t = std::conditional_t<O == Op::Sum && std::is_same_v<T, std::int32_t> && W == Accumulator::Wide,
-                                 std::int64_t, T>;
 // Integer sums and products run in the unsigned type so that wrap-around is defined.
 template <Op O, class A> struct work_type { using type = A; };
 template <Op O, class A>
@@ -141,8 +137,8 @@ template <template <Op, class, class> class R> Outcome dispatch(HostArray in, Op
     return visit_op(op, [&](auto fn) {
       constexpr Op O = decltype(fn)::op;
       const T* x = static_cast<const T*>(in.data);
-      if (acc == Accumulator::Native) return R<O, T, acc_t<O, T, Accumulator::Native>>::run(x, in.n, threads);
-      return R<O, T, acc_t<O, T, Accumulator::Wide>>::run(x, in.n, threads);
+      if (acc == Accumulator::Native) return R<O, T, accumulator_t<O, T, Accumulator::Native>>::run(x, in.n, threads);
+      return R<O, T, accumulator_t<O, T, Accumulator::Wide>>::run(x, in.n, threads);
     });
   });
 }

@@ -33,14 +33,13 @@ E parse_named(std::string_view text, const std::pair<const char*, E> (&table)[N]
 }  // namespace
 
 std::string_view to_string(Op op) {
-  static constexpr const char* names[] = {"sum", "prod", "min", "max"};
+#define XR_NAME(e, name) name,
+  static constexpr const char* names[] = {XR_OPS(XR_NAME)};
+#undef XR_NAME
   return names[static_cast<int>(op)];
 }
 
-std::string_view to_string(DType type) {
-  static constexpr const char* names[] = {"i32", "i64", "f32", "f64"};
-  return names[static_cast<int>(type)];
-}
+std::string_view to_string(DType type) { return type_info(type).name; }
 
 std::string_view to_string(Accumulator acc) { return acc == Accumulator::Wide ? "wide" : "native"; }
 
@@ -92,11 +91,19 @@ std::uint64_t parse_bytes(std::string_view text) {
 }
 
 DType parse_dtype(std::string_view text) {
-  static constexpr std::pair<const char*, DType> table[] = {
-      {"i32", DType::I32},   {"int32", DType::I32},   {"int", DType::I32},    {"i64", DType::I64},
-      {"int64", DType::I64}, {"long", DType::I64},    {"f32", DType::F32},    {"float32", DType::F32},
-      {"float", DType::F32}, {"f64", DType::F64},     {"float64", DType::F64}, {"double", DType::F64}};
-  return parse_named(text, table, "type", "i32, i64, f32 or f64");
+  // The table's names, and the C-style spellings of the four original types.
+  static constexpr std::pair<const char*, DType> aliases[] = {
+      {"int32", DType::I32},   {"int", DType::I32},     {"int64", DType::I64},  {"long", DType::I64},
+      {"float32", DType::F32}, {"float", DType::F32},   {"float64", DType::F64}, {"double", DType::F64}};
+  const std::string key = lower(text);
+  std::string accepted;
+  for (const TypeInfo& t : type_table) {
+    if (key == t.name) return t.type;
+    accepted += (accepted.empty() ? "" : ", ") + std::string(t.name);
+  }
+  for (const auto& [name, value] : aliases)
+    if (key == name) return value;
+  throw InvalidArgument("unknown type '" + std::string(text) + "' (expected " + accepted + ")");
 }
 
 std::string Scalar::to_string() const {

@@ -51,7 +51,7 @@ ExactVariant exact_variant(const DeviceCaps& caps, DType type) {
 }
 
 std::string exact_program_options(DType type, const ExactVariant& v) {
-  return "-cl-std=CL1.2 -DXR_IN=" + std::to_string(static_cast<int>(type)) +
+  return "-cl-std=CL1.2" + type_options(type, type) +
          " -DXR_ATOM64=" + std::to_string(v.atom64 ? 1 : 0) + " -DXR_F32_INT=" + std::to_string(v.f32_int ? 1 : 0) +
          " -DXR_DENORM_SAFE=" + std::to_string(v.denorm_safe ? 1 : 0);
 }

@@ -104,6 +104,9 @@ struct Rung {
 std::vector<Rung> rung_table(const DeviceCaps& caps);
 // The atomic finish this device offers for (op, accumulator type), or Partials.
 Finish atomic_finish(const DeviceCaps& caps, Op op, DType acc);
+// The -D options naming the input and accumulator types (OpenCL C names, size, float or not,
+// fp64), from core's type table; reduce.cl and exact.cl take them.
+std::string type_options(DType in, DType acc);
 // The -D options of reduce.cl.
 std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, Finish finish,
                             bool contiguous = false);

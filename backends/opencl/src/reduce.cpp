@@ -1,7 +1,11 @@
 // The OpenCL ladder and the one reduction path every entry point goes through: plan the
 // passes, launch them on a queue, time them, read the result back.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <cstring>
 #include <set>
 #include <string>
@@ -78,16 +82,50 @@ std::vector<Rung> rung_table(const DeviceCaps& caps) {
 }
 
 Finish atomic_finish(const DeviceCaps& caps, Op op, DType acc) {
-  const bool i32 = acc == DType::I32, i64 = acc == DType::I64;
-  if (op == Op::Sum && ((i32 && caps.int32_base) || (i64 && caps.int64_base))) return Finish::AtomAdd;
-  if ((op == Op::Min || op == Op::Max) && ((i32 && caps.int32_extended) || (i64 && caps.int64_extended)))
-    return op == Op::Min ? Finish::AtomMin : Finish::AtomMax;
+  if (is_float(acc)) return Finish::Partials;
+  const bool base = size_of(acc) == 4 ? caps.int32_base : size_of(acc) == 8 && caps.int64_base;
+  const bool extended = size_of(acc) == 4 ? caps.int32_extended : size_of(acc) == 8 && caps.int64_extended;
+  if (op == Op::Sum && base) return Finish::AtomAdd;
+  if ((op == Op::Min || op == Op::Max) && extended) return op == Op::Min ? Finish::AtomMin : Finish::AtomMax;
   return Finish::Partials;
 }
 
+namespace {
+
+// `v` as an OpenCL C literal of its type: hexadecimal floats (exact), infinities by name, the
+// most negative integer as an expression (its magnitude has no literal of the type).
+template <class T> std::string opencl_literal(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isinf(v)) return v < 0 ? "(-INFINITY)" : "INFINITY";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "(%a%s)", static_cast<double>(v), sizeof(T) == 4 ? "f" : "");
+    return buf;
+  } else {
+    const char* suffix = sizeof(T) == 8 ? (std::is_signed_v<T> ? "L" : "UL") : (std::is_signed_v<T> ? "" : "U");
+    if (std::is_signed_v<T> && v == std::numeric_limits<T>::min())
+      return "(" + std::to_string(v + 1) + suffix + "-1)";
+    return std::to_string(v) + suffix;
+  }
+}
+
+std::string upper(std::string_view s) {
+  std::string u(s);
+  for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return u;
+}
+
+}  // namespace
+
+std::string type_options(DType in, DType acc) {
+  const TypeInfo &i = type_info(in), &a = type_info(acc);
+  return " -DXR_IN_T=" + std::string(i.opencl) + " -DXR_ACC_T=" + std::string(a.opencl) +
+         " -DXR_ACC_BYTES=" + std::to_string(a.size) + " -DXR_ACC_FLOAT=" + (a.is_float ? "1" : "0") +
+         " -DXR_FP64=" + (in == DType::F64 || acc == DType::F64 ? "1" : "0");
+}
+
 std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, Finish finish, bool contiguous) {
-  return "-cl-std=CL1.2 -DXR_IN=" + std::to_string(static_cast<int>(in)) +
-         " -DXR_ACC=" + std::to_string(static_cast<int>(acc)) + " -DXR_OP=" + std::to_string(static_cast<int>(op)) +
+  const std::string identity = visit_dtype(acc, [&](auto t) { return opencl_literal(xr::identity<decltype(t)>(op)); });
+  return "-cl-std=CL1.2" + type_options(in, acc) + " -DXR_OP_" + upper(to_string(op)) + " -DXR_IDENTITY=" + identity +
          " -DXR_K=" + std::to_string(k) + " -DXR_TREE=" + std::to_string(static_cast<int>(tree)) +
          " -DXR_FINISH=" + std::to_string(static_cast<int>(finish)) + (contiguous ? " -DXR_CONTIG=1" : "");
 }

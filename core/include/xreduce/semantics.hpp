@@ -21,21 +21,84 @@
 
 namespace xr {
 
-// The float sum starts from -0.0, not +0.0: -0 + x == x for every x, so a sum of terms that are
-// all -0 stays -0 (as the exact sum says), while +0 + -0 would give +0.
-template <class T> constexpr T identity(Op op) {
-  switch (op) {
-    case Op::Sum:
-      if constexpr (std::is_floating_point_v<T>) return -T(0);
-      else return T(0);
-    case Op::Prod: return T(1);
-    case Op::Min:
-      if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
-      else return std::numeric_limits<T>::max();
-    case Op::Max: break;
+// One op's semantics: identity<T>() and apply(a, b), each constexpr so that the CUDA kernels
+// and the OpenMP loops use these very functions. Integer sums and products wrap modulo 2^bits
+// (computed in the unsigned type, so no undefined behaviour); min and max return NaN when
+// either side is NaN. A new op is one specialisation here, one row of XR_OPS, and its functor
+// in kernels_cl/reduce.cl.
+template <Op O> struct OpFn;
+
+// Two's complement wrap-around for integer sums and products.
+template <class T, class F> constexpr T wrapping(T a, T b, F f) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(f(static_cast<U>(a), static_cast<U>(b))));
+  } else {
+    return f(a, b);
   }
-  if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
-  else return std::numeric_limits<T>::lowest();
+}
+
+template <> struct OpFn<Op::Sum> {
+  static constexpr Op op = Op::Sum;
+  // The float sum starts from -0.0, not +0.0: -0 + x == x for every x, so a sum of terms that
+  // are all -0 stays -0 (as the exact sum says), while +0 + -0 would give +0.
+  template <class T> static constexpr T identity() {
+    if constexpr (std::is_floating_point_v<T>) return -T(0);
+    else return T(0);
+  }
+  template <class T> static constexpr T apply(T a, T b) {
+    return wrapping(a, b, [](auto x, auto y) { return x + y; });
+  }
+};
+
+template <> struct OpFn<Op::Prod> {
+  static constexpr Op op = Op::Prod;
+  template <class T> static constexpr T identity() { return T(1); }
+  template <class T> static constexpr T apply(T a, T b) {
+    return wrapping(a, b, [](auto x, auto y) { return x * y; });
+  }
+};
+
+// One select, so loops over it vectorise: a NaN b is taken (b != b), and a NaN a is kept
+// because every comparison with it is false.
+template <> struct OpFn<Op::Min> {
+  static constexpr Op op = Op::Min;
+  template <class T> static constexpr T identity() {
+    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::max();
+  }
+  template <class T> static constexpr T apply(T a, T b) { return (b < a || b != b) ? b : a; }
+};
+
+template <> struct OpFn<Op::Max> {
+  static constexpr Op op = Op::Max;
+  template <class T> static constexpr T identity() {
+    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::lowest();
+  }
+  template <class T> static constexpr T apply(T a, T b) { return (a < b || b != b) ? b : a; }
+};
+
+// Calls f(OpFn<op>{}) for a run-time op: the one switch over Op that callers share.
+template <class F> constexpr decltype(auto) visit_op(Op op, F&& f) {
+  switch (op) {
+#define XR_VISIT(e, ...) \
+  case Op::e: return f(OpFn<Op::e>{});
+    XR_OPS(XR_VISIT)
+#undef XR_VISIT
+  }
+  return f(OpFn<Op::Sum>{});  // not reached: every enumerator has its case
+}
+
+// Calls f(OpFn<O>{}) for every op, in table order.
+template <class F> constexpr void for_each_op(F&& f) {
+#define XR_EACH(e, ...) f(OpFn<Op::e>{});
+  XR_OPS(XR_EACH)
+#undef XR_EACH
+}
+
+template <class T> constexpr T identity(Op op) {
+  return visit_op(op, [](auto fn) { return decltype(fn)::template identity<T>(); });
 }
 
 // The value of a reduction of no elements (sum and product only: min and max of nothing are
@@ -48,40 +111,6 @@ template <class T> constexpr T empty_value(Op op) {
 
 // empty_value of the run-time (op, type): the value of every reduction of no elements.
 Scalar empty_scalar(Op op, DType type);
-
-// One step of the reduction, compile-time op. Integer sum and product wrap modulo 2^bits
-// (computed in the unsigned type, so no undefined behaviour). min/max return NaN when either
-// side is NaN.
-template <Op O> struct OpFn {
-  static constexpr Op op = O;
-  template <class T> static constexpr T apply(T a, T b) {
-    if constexpr (O == Op::Sum || O == Op::Prod) {
-      if constexpr (std::is_integral_v<T>) {
-        using U = std::make_unsigned_t<T>;
-        return static_cast<T>(O == Op::Sum ? static_cast<U>(static_cast<U>(a) + static_cast<U>(b))
-                                           : static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-      } else {
-        return O == Op::Sum ? a + b : a * b;
-      }
-    } else {
-      // One select, so loops over it vectorise: a NaN b is taken (b != b), and a NaN a is kept
-      // because every comparison with it is false.
-      if constexpr (O == Op::Min) return (b < a || b != b) ? b : a;
-      else return (a < b || b != b) ? b : a;
-    }
-  }
-};
-
-// Calls f(OpFn<op>{}) for a run-time op: the one switch over Op that callers share.
-template <class F> decltype(auto) visit_op(Op op, F&& f) {
-  switch (op) {
-    case Op::Sum: return f(OpFn<Op::Sum>{});
-    case Op::Prod: return f(OpFn<Op::Prod>{});
-    case Op::Min: return f(OpFn<Op::Min>{});
-    case Op::Max: break;
-  }
-  return f(OpFn<Op::Max>{});
-}
 
 template <class T> T combine(Op op, T a, T b) {
   return visit_op(op, [&](auto fn) { return decltype(fn)::apply(a, b); });

@@ -9,11 +9,53 @@
 
 namespace xr {
 
-enum class Op : std::uint8_t { Sum, Prod, Min, Max };
-enum class DType : std::uint8_t { I32, I64, F32, F64 };
+// The operations, one row each: enumerator, name. What each means (identity, how two values
+// combine, NaN) is its OpFn in xreduce/semantics.hpp.
+#define XR_OPS(X) \
+  X(Sum, "sum")   \
+  X(Prod, "prod") \
+  X(Min, "min")   \
+  X(Max, "max")
 
-inline constexpr std::array<Op, 4> all_ops{Op::Sum, Op::Prod, Op::Min, Op::Max};
-inline constexpr std::array<DType, 4> all_dtypes{DType::I32, DType::I64, DType::F32, DType::F64};
+// The element types, one row each: enumerator, C++ type, name, .npy descr (little-endian),
+// OpenCL C type. Everything else about a type (size, float or integer, limits, the accumulator
+// of its sum) follows from its C++ type: see accumulator_t below.
+#define XR_ELEMENT_TYPES(X)                 \
+  X(I32, std::int32_t, "i32", "<i4", "int") \
+  X(I64, std::int64_t, "i64", "<i8", "long") \
+  X(F32, float, "f32", "<f4", "float")      \
+  X(F64, double, "f64", "<f8", "double")
+
+#define XR_ENUMERATOR(e, ...) e,
+enum class Op : std::uint8_t { XR_OPS(XR_ENUMERATOR) };
+enum class DType : std::uint8_t { XR_ELEMENT_TYPES(XR_ENUMERATOR) };
+#undef XR_ENUMERATOR
+
+#define XR_QUALIFIED(e, ...) Op::e,
+inline constexpr std::array all_ops{XR_OPS(XR_QUALIFIED)};
+#undef XR_QUALIFIED
+#define XR_QUALIFIED(e, ...) DType::e,
+inline constexpr std::array all_dtypes{XR_ELEMENT_TYPES(XR_QUALIFIED)};
+#undef XR_QUALIFIED
+inline constexpr std::size_t kOpCount = all_ops.size();
+inline constexpr std::size_t kDTypeCount = all_dtypes.size();
+
+// A row of the element-type table, for code that needs a type's facts at run time.
+struct TypeInfo {
+  DType type;
+  std::string_view name;    // "f32"
+  std::size_t size;         // bytes
+  std::string_view npy;     // .npy descr, "<f4"
+  std::string_view opencl;  // OpenCL C type, "float"
+  bool is_float;
+  bool is_signed;
+};
+
+#define XR_TYPE_INFO(e, T, name, npy, cl) \
+  TypeInfo{DType::e, name, sizeof(T), npy, cl, std::is_floating_point_v<T>, std::is_signed_v<T>},
+inline constexpr TypeInfo type_table[] = {XR_ELEMENT_TYPES(XR_TYPE_INFO)};
+#undef XR_TYPE_INFO
+constexpr const TypeInfo& type_info(DType t) { return type_table[static_cast<std::size_t>(t)]; }
 
 // Which accumulator an i32 sum uses. Wide (the default) accumulates in i64, so the sum of
 // up to 2^32 i32 values is exact; Native keeps the i32 accumulator of the reference kernels
@@ -35,33 +77,51 @@ std::string format_bytes(std::uint64_t bytes);
 // without "iB"/"B"); throws InvalidArgument for anything else, zero or an overflow.
 std::uint64_t parse_bytes(std::string_view text);
 
-constexpr std::size_t size_of(DType t) {
-  return (t == DType::I32 || t == DType::F32) ? 4 : 8;
-}
-constexpr bool is_float(DType t) { return t == DType::F32 || t == DType::F64; }
+constexpr std::size_t size_of(DType t) { return type_info(t).size; }
+constexpr bool is_float(DType t) { return type_info(t).is_float; }
 
+// The DType of a C++ element type.
 template <class T> struct dtype_of_t;
-template <> struct dtype_of_t<std::int32_t> { static constexpr DType value = DType::I32; };
-template <> struct dtype_of_t<std::int64_t> { static constexpr DType value = DType::I64; };
-template <> struct dtype_of_t<float> { static constexpr DType value = DType::F32; };
-template <> struct dtype_of_t<double> { static constexpr DType value = DType::F64; };
+#define XR_DTYPE_OF(e, T, ...) \
+  template <> struct dtype_of_t<T> { static constexpr DType value = DType::e; };
+XR_ELEMENT_TYPES(XR_DTYPE_OF)
+#undef XR_DTYPE_OF
 template <class T> inline constexpr DType dtype_of = dtype_of_t<std::remove_cv_t<T>>::value;
 
-// The type a reduction produces: i32 sums give i64 with the Wide accumulator; every other
-// (op, type) pair gives the input type.
-constexpr DType result_dtype(Op op, DType in, Accumulator acc = Accumulator::Wide) {
-  return (op == Op::Sum && in == DType::I32 && acc == Accumulator::Wide) ? DType::I64 : in;
+// Calls f(T{}) with T the C++ type of `t`: one switch instead of one per caller.
+template <class F> constexpr decltype(auto) visit_dtype(DType t, F&& f) {
+  switch (t) {
+#define XR_VISIT(e, T, ...) \
+  case DType::e: return f(T{});
+    XR_ELEMENT_TYPES(XR_VISIT)
+#undef XR_VISIT
+  }
+  return f(double{});  // not reached: every enumerator has its case
 }
 
-// Calls f(T{}) with T the C++ type of `t`: one switch instead of one per caller.
-template <class F> decltype(auto) visit_dtype(DType t, F&& f) {
-  switch (t) {
-    case DType::I32: return f(std::int32_t{});
-    case DType::I64: return f(std::int64_t{});
-    case DType::F32: return f(float{});
-    case DType::F64: break;
-  }
-  return f(double{});
+// Calls f(T{}) for every element type, in table order.
+template <class F> constexpr void for_each_dtype(F&& f) {
+#define XR_EACH(e, T, ...) f(T{});
+  XR_ELEMENT_TYPES(XR_EACH)
+#undef XR_EACH
+}
+
+// The accumulator of a sum of T with the Wide accumulator: integers narrower than 64 bits
+// accumulate in 64 bits, so up to 2^32 terms of 32 bits are exact; every other type in itself.
+template <class T>
+using wide_sum_t = std::conditional_t<std::is_integral_v<T> && (sizeof(T) < 8),
+                                      std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>, T>;
+// The accumulator, and so the result type, of op O over T. Native keeps the input type (the
+// reference kernels' i32 accumulator, which wraps modulo 2^32).
+template <Op O, class T, Accumulator A>
+using accumulator_t = std::conditional_t<O == Op::Sum && A == Accumulator::Wide, wide_sum_t<T>, T>;
+
+// The type a reduction produces: the accumulator_t of (op, type, accumulator).
+constexpr DType result_dtype(Op op, DType in, Accumulator acc = Accumulator::Wide) {
+  return visit_dtype(in, [&](auto t) {
+    using T = decltype(t);
+    return op == Op::Sum && acc == Accumulator::Wide ? dtype_of<wide_sum_t<T>> : dtype_of<T>;
+  });
 }
 
 // A value of any DType. Integers live in `i`, floats in `f` (an f32 widens to f64 exactly).

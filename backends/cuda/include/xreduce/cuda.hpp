@@ -46,17 +46,14 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
 // The CUDA ladder (same as Reducer::kernels() of the "cuda" backend).
 std::vector<KernelInfo> kernels();
 
-extern template Result reduce<std::int32_t>(const std::int32_t*, std::uint64_t, Op, cudaStream_t, const RunOptions&);
-extern template Result reduce<std::int64_t>(const std::int64_t*, std::uint64_t, Op, cudaStream_t, const RunOptions&);
-extern template Result reduce<float>(const float*, std::uint64_t, Op, cudaStream_t, const RunOptions&);
-extern template Result reduce<double>(const double*, std::uint64_t, Op, cudaStream_t, const RunOptions&);
-extern template void reduce_async<std::int32_t>(const std::int32_t*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);
-extern template void reduce_async<std::int64_t>(const std::int64_t*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);
-extern template void reduce_async<float>(const float*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);
-extern template void reduce_async<double>(const double*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);
-extern template void reduce_async<std::int32_t>(const std::int32_t*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
-extern template void reduce_async<std::int64_t>(const std::int64_t*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
-extern template void reduce_async<float>(const float*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
-extern template void reduce_async<double>(const double*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
+// The entry points for element type T, declared (`extern`, here) and defined (backend.cpp)
+// for every row of core's type table.
+#define XR_CUDA_ENTRY_POINTS(prefix, T)                                                                  \
+  prefix template Result reduce<T>(const T*, std::uint64_t, Op, cudaStream_t, const RunOptions&);         \
+  prefix template void reduce_async<T>(const T*, std::uint64_t, Op, void*, cudaStream_t, Accumulator);    \
+  prefix template void reduce_async<T>(const T*, std::uint64_t, Op, void*, cudaStream_t, const RunOptions&);
+#define XR_CUDA_EXTERN(e, T, ...) XR_CUDA_ENTRY_POINTS(extern, T)
+XR_ELEMENT_TYPES(XR_CUDA_EXTERN)
+#undef XR_CUDA_EXTERN
 
 }  // namespace xr::cu
