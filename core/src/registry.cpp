@@ -1,43 +1,22 @@
 #include <string>
 
-#include "backend_entry.hpp"
+#include "backend_table.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/registry.hpp"
 
 namespace xr {
 namespace {
 
-struct BackendEntry {
-  const char* name;
-  const char* missing;  // why it is not compiled in
-  std::unique_ptr<Reducer> (*make)(const BackendOptions&);
-  BackendStatus (*status)();
-};
+using detail::BackendEntry;
 
-// Backends in the order the CLI and tests list them. A backend not compiled in has null
-// function pointers, so its symbols are never referenced.
-const BackendEntry kBackends[] = {
-#ifdef XR_WITH_CUDA
-    {"cuda", "", detail::make_cuda_reducer, detail::cuda_status},
-#else
-    {"cuda", "built without CUDA (XREDUCE_CUDA=OFF or no CUDA toolkit at configure time)", nullptr, nullptr},
-#endif
-#ifdef XR_WITH_OPENCL
-    {"opencl", "", detail::make_opencl_reducer, detail::opencl_status},
-#else
-    {"opencl", "built without OpenCL (XREDUCE_OPENCL=OFF or no OpenCL headers/loader at configure time)", nullptr, nullptr},
-#endif
-#ifdef XR_WITH_OPENMP
-    {"omp", "", detail::make_omp_reducer, detail::omp_status},
-#else
-    {"omp", "built without OpenMP (XREDUCE_OPENMP=OFF or no compiler support)", nullptr, nullptr},
-#endif
-};
+const BackendEntry kBackends[] = {XR_BACKEND_ROWS};
 
 const BackendEntry& find_entry(std::string_view name) {
   for (const auto& e : kBackends)
     if (name == e.name) return e;
-  throw InvalidArgument("unknown backend '" + std::string(name) + "' (expected cuda, opencl or omp)");
+  std::string known;
+  for (const auto& e : kBackends) known += (known.empty() ? "" : ", ") + std::string(e.name);
+  throw InvalidArgument("unknown backend '" + std::string(name) + "' (expected " + known + ")");
 }
 
 }  // namespace

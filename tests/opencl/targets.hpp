@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ocl_internal.hpp"
+#include "internal.hpp"
 #include "xreduce/xreduce.hpp"
 
 namespace xr::ocl_test {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "embedded_sources.hpp"
-#include "ocl_internal.hpp"
+#include "internal.hpp"
 #include "targets.hpp"
 #include "xreduce/opencl.hpp"
 #include "xreduce/xreduce.hpp"

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "ocl_internal.hpp"
+#include "internal.hpp"
 #include "targets.hpp"
 #include "xreduce/exact.hpp"
 #include "xreduce/opencl.hpp"

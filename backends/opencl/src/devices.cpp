@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "ocl_internal.hpp"
+#include "internal.hpp"
 #include "xreduce/error.hpp"
 
-namespace xr::ocl::detail {
+namespace xr::opencl::detail {
 namespace {
 
 constexpr cl_int kPlatformNotFoundKhr = -1001;  // CL_PLATFORM_NOT_FOUND_KHR (cl_ext.h)
@@ -211,4 +211,4 @@ cl_context shared_context(const DeviceCaps& caps) {
   return ctx;
 }
 
-}  // namespace xr::ocl::detail
+}  // namespace xr::opencl::detail

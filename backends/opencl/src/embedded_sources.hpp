@@ -5,7 +5,7 @@
 #include <span>
 #include <string_view>
 
-namespace xr::ocl::detail {
+namespace xr::opencl::detail {
 
 struct EmbeddedSource {
   const char* name;  // file name, e.g. "reduce.cl"
@@ -17,4 +17,4 @@ std::span<const EmbeddedSource> embedded_sources();
 // The source named `name`; throws xr::Error when it was not embedded.
 std::string_view embedded_source(std::string_view name);
 
-}  // namespace xr::ocl::detail
+}  // namespace xr::opencl::detail

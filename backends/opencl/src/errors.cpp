@@ -2,10 +2,10 @@
 #include <cstdio>
 #include <string>
 
-#include "ocl_internal.hpp"
+#include "internal.hpp"
 #include "xreduce/error.hpp"
 
-namespace xr::ocl {
+namespace xr::opencl {
 
 const char* error_name(cl_int code) {
   // Numeric values, so that codes newer than CL_TARGET_OPENCL_VERSION are named too.
@@ -105,9 +105,9 @@ const char* error_name(cl_int code) {
   return b;
 }
 
-}  // namespace xr::ocl
+}  // namespace xr::opencl
 
-namespace xr::ocl::detail {
+namespace xr::opencl::detail {
 
 void fail(cl_int code, std::string_view call, std::string_view detail) {
   std::string what = "opencl: " + std::string(call);
@@ -121,4 +121,4 @@ void check(cl_int code, std::string_view call, std::string_view detail) {
   if (code != CL_SUCCESS) fail(code, call, detail);
 }
 
-}  // namespace xr::ocl::detail
+}  // namespace xr::opencl::detail

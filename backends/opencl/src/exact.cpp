@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "ocl_internal.hpp"
+#include "internal.hpp"
 #include "xreduce/error.hpp"
 
-namespace xr::ocl::detail {
+namespace xr::opencl::detail {
 
 namespace {
 
@@ -180,4 +180,4 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   return res;
 }
 
-}  // namespace xr::ocl::detail
+}  // namespace xr::opencl::detail

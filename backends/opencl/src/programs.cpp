@@ -7,10 +7,10 @@
 #include <tuple>
 
 #include "embedded_sources.hpp"
-#include "ocl_internal.hpp"
+#include "internal.hpp"
 #include "xreduce/error.hpp"
 
-namespace xr::ocl::detail {
+namespace xr::opencl::detail {
 
 std::string_view embedded_source(std::string_view name) {
   for (const auto& s : embedded_sources())
@@ -107,9 +107,9 @@ CachedKernel& cached_kernel(cl_context context, cl_device_id device, std::string
   return *c.entries.emplace(key, std::move(entry)).first->second;
 }
 
-}  // namespace xr::ocl::detail
+}  // namespace xr::opencl::detail
 
-namespace xr::ocl {
+namespace xr::opencl {
 
 void clear_program_cache() {
   auto& c = detail::cache();
@@ -128,4 +128,4 @@ std::size_t program_cache_size() {
   return c.entries.size();
 }
 
-}  // namespace xr::ocl
+}  // namespace xr::opencl

@@ -1,8 +1,8 @@
 // xreduce on data already on a CUDA device: no host copy of the input.
 //
 //   float* d = ...;                                  // cudaMalloc'd, n elements
-//   xr::Result r = xr::cu::reduce(d, n, xr::Op::Sum, stream);        // waits, returns the value
-//   xr::cu::reduce_async(d, n, xr::Op::Max, d_out, stream);          // result stays on the device
+//   xr::Result r = xr::cuda::reduce(d, n, xr::Op::Sum, stream);        // waits, returns the value
+//   xr::cuda::reduce_async(d, n, xr::Op::Max, d_out, stream);          // result stays on the device
 //
 // Every kernel of the ladder is available through RunOptions::kernel ("auto" by default).
 // Temporary storage is cached per (device, stream) and reused: concurrent calls on one stream
@@ -23,7 +23,7 @@
 // CUDA include path.
 typedef struct CUstream_st* cudaStream_t;
 
-namespace xr::cu {
+namespace xr::cuda {
 
 // Synchronous: reduces n elements at dev_ptr on `stream`, waits, and returns the record
 // (value, launches, kernel_ms from CUDA events as the median of options.repeat runs after
@@ -56,4 +56,9 @@ std::vector<KernelInfo> kernels();
 XR_ELEMENT_TYPES(XR_CUDA_EXTERN)
 #undef XR_CUDA_EXTERN
 
-}  // namespace xr::cu
+}  // namespace xr::cuda
+
+namespace xr {
+// The short name this API had first.
+namespace cu = cuda;
+}  // namespace xr

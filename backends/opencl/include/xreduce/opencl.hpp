@@ -3,7 +3,7 @@
 //
 //   cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_ONLY, n * sizeof(float), nullptr, &err);
 //   ...
-//   xr::Result r = xr::ocl::reduce<float>(queue, buf, 0, n, xr::Op::Sum);
+//   xr::Result r = xr::opencl::reduce<float>(queue, buf, 0, n, xr::Op::Sum);
 //
 // Device choice for xr::make_reducer("opencl", options) (BackendOptions):
 //   platform  -1: any platform; otherwise the platform index (as listed by backend_status).
@@ -29,7 +29,7 @@
 #include "xreduce/result.hpp"
 #include "xreduce/types.hpp"
 
-namespace xr::ocl {
+namespace xr::opencl {
 
 // Reduces elements [offset, offset + n) of `buffer` (offset and n in elements of `type`) with
 // the rung options.kernel ("auto" by default). The queue may be in-order or out-of-order;
@@ -64,4 +64,9 @@ const char* error_name(cl_int code);
 void clear_program_cache();
 std::size_t program_cache_size();
 
-}  // namespace xr::ocl
+}  // namespace xr::opencl
+
+namespace xr {
+// The short name this API had first.
+namespace ocl = opencl;
+}  // namespace xr

@@ -2,10 +2,10 @@
 // partial per block (second pass with one block); vector adds 128-bit loads; single_pass and
 // auto finish in the same launch; dynamic_tiles deals the input out at run time; bulk_copy
 // lets the copy engine load it.
-#include "../../kernels_cu/grid.cuh"
+#include "kernels_cu/grid.cuh"
 #include "drivers.cuh"
 
-namespace xr::cu::detail {
+namespace xr::cuda::detail {
 namespace {
 
 // Packs of 16 bytes each thread loads per iteration in k_vec. Untested guess (4 x 16 B in
@@ -298,4 +298,4 @@ RungEntry auto_rung() {
   return e;
 }
 
-}  // namespace xr::cu::detail
+}  // namespace xr::cuda::detail

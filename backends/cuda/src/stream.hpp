@@ -11,7 +11,7 @@
 #include "ladder.hpp"
 #include "xreduce/source.hpp"
 
-namespace xr::cu::detail {
+namespace xr::cuda::detail {
 
 // Everything one reduction needs, checked (backend.cpp).
 struct Prepared {
@@ -68,4 +68,4 @@ class HostStreamer {
   std::size_t results_bytes_ = 0;
 };
 
-}  // namespace xr::cu::detail
+}  // namespace xr::cuda::detail

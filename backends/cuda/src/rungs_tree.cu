@@ -1,10 +1,10 @@
 // Rungs 1-6: one value per block from a shared-memory tree, the host repeats passes on the
 // partials. A new rung here is one kernel in kernels_cu/tree.cuh plus one struct and one
 // entry below.
-#include "../../kernels_cu/tree.cuh"
+#include "kernels_cu/tree.cuh"
 #include "drivers.cuh"
 
-namespace xr::cu::detail {
+namespace xr::cuda::detail {
 namespace {
 
 // One or two elements per thread, grid = n / elements per block, shared memory = a value per
@@ -76,4 +76,4 @@ std::vector<RungEntry> tree_rungs() {
   };
 }
 
-}  // namespace xr::cu::detail
+}  // namespace xr::cuda::detail

@@ -1,9 +1,9 @@
 // Rung 14, nested: built with separable compilation in its own target (CDP2 needs -rdc and
 // cudadevrt). The host launches level 0; every further level is a device-side tail launch.
-#include "../../kernels_cu/nested.cuh"
+#include "kernels_cu/nested.cuh"
 #include "drivers.cuh"
 
-namespace xr::cu::detail {
+namespace xr::cuda::detail {
 namespace {
 
 struct Nested {
@@ -43,4 +43,4 @@ RungEntry nested_rung() {
       KernelKind::Rung, 256, BlockRule{32, 1024, 32, {}});
 }
 
-}  // namespace xr::cu::detail
+}  // namespace xr::cuda::detail

@@ -1,25 +1,25 @@
 // Host launcher of the exact f32/f64 sum kernel (kernels_cu/exact.cuh).
-#include "exact_sum.hpp"
+#include "exact.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-#include "../../kernels_cu/exact.cuh"
+#include "kernels_cu/exact.cuh"
 #include "check.hpp"
 #include "xreduce/error.hpp"
 
-namespace xr::cu_exact {
+namespace xr::cuda::detail {
 
 namespace ke = xr::kern::exact;
-using xr::cu::detail::check;
-using xr::cu::detail::check_launch;
+using xr::cuda::detail::check;
+using xr::cuda::detail::check_launch;
 
 static_assert(ke::kLimbs == ExactSum::kLimbs, "device state layout follows ExactSum");
 static_assert(sizeof(ke::RawOut) == ExactSum::kLimbs * 8 + 8);
-static_assert(ke::kMaxBlock == kMaxBlock);
+static_assert(ke::kMaxBlock == kExactMaxBlock);
 
-Workspace::Workspace(int device) : device_(device) {
+ExactAccumulator::ExactAccumulator(int device) : device_(device) {
   check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
   try {
     check(cudaMalloc(&global_, sizeof(ke::Global)), "cudaMalloc of the exact-sum state");
@@ -35,25 +35,25 @@ Workspace::Workspace(int device) : device_(device) {
   }
 }
 
-Workspace::~Workspace() {
+ExactAccumulator::~ExactAccumulator() {
   cudaFree(global_);
   cudaFree(dev_out_);
   cudaFreeHost(host_out_);
 }
 
-bool block_ok(unsigned block) { return block >= 32 && block <= kMaxBlock && block % 32 == 0; }
+bool exact_block_ok(unsigned block) { return block >= 32 && block <= kExactMaxBlock && block % 32 == 0; }
 
 namespace {
 
 template <class T> unsigned resolve_block(unsigned block) {
-  if (block == 0) return kDefaultBlock;
-  if (!block_ok(block))
+  if (block == 0) return kExactDefaultBlock;
+  if (!exact_block_ok(block))
     throw InvalidArgument("cuda: exact sum: block size " + std::to_string(block) +
-                          " is not accepted (multiples of 32 from 32 to " + std::to_string(kMaxBlock) + ")");
+                          " is not accepted (multiples of 32 from 32 to " + std::to_string(kExactMaxBlock) + ")");
   return block;
 }
 
-template <class T> std::uint64_t resolve_grid(std::uint64_t grid, unsigned block, std::uint64_t n, const Workspace& ws) {
+template <class T> std::uint64_t resolve_grid(std::uint64_t grid, unsigned block, std::uint64_t n, const ExactAccumulator& ws) {
   constexpr std::uint64_t kMaxGrid = std::uint64_t{1} << 30;  // keeps |global limb| <= 2^62
   if (grid != 0) {
     if (grid > kMaxGrid)
@@ -73,7 +73,7 @@ template <class T> std::uint64_t resolve_grid(std::uint64_t grid, unsigned block
 }  // namespace
 
 template <class T>
-ExactLaunch enqueue(const T* dev, std::uint64_t n, cudaStream_t s, Workspace& ws, unsigned block, std::uint64_t grid) {
+ExactLaunch enqueue_exact_sum(const T* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws, unsigned block, std::uint64_t grid) {
   if (n > 0 && dev == nullptr) throw InvalidArgument("cuda: exact sum: null device pointer with n > 0");
   if (reinterpret_cast<std::uintptr_t>(dev) % sizeof(T) != 0)
     throw InvalidArgument("cuda: exact sum: the device pointer is not aligned to the element size");
@@ -90,7 +90,7 @@ ExactLaunch enqueue(const T* dev, std::uint64_t n, cudaStream_t s, Workspace& ws
   return L;
 }
 
-ExactSum::Raw read(const Workspace& ws, std::uint64_t n) {
+ExactSum::Raw read_exact_state(const ExactAccumulator& ws, std::uint64_t n) {
   const auto* out = static_cast<const ke::RawOut*>(ws.host_result());
   ExactSum::Raw r;
   for (int i = 0; i < ExactSum::kLimbs; ++i) r.limb[static_cast<std::size_t>(i)] = out->limb[i];
@@ -100,16 +100,16 @@ ExactSum::Raw read(const Workspace& ws, std::uint64_t n) {
 }
 
 template <class T>
-ExactLaunch sum(const T* dev, std::uint64_t n, cudaStream_t s, Workspace& ws, unsigned block, std::uint64_t grid) {
-  ExactLaunch L = enqueue(dev, n, s, ws, block, grid);
+ExactLaunch exact_sum(const T* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws, unsigned block, std::uint64_t grid) {
+  ExactLaunch L = enqueue_exact_sum(dev, n, s, ws, block, grid);
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize after the exact sum");
-  L.raw = read(ws, n);
+  L.raw = read_exact_state(ws, n);
   return L;
 }
 
-template ExactLaunch enqueue<float>(const float*, std::uint64_t, cudaStream_t, Workspace&, unsigned, std::uint64_t);
-template ExactLaunch enqueue<double>(const double*, std::uint64_t, cudaStream_t, Workspace&, unsigned, std::uint64_t);
-template ExactLaunch sum<float>(const float*, std::uint64_t, cudaStream_t, Workspace&, unsigned, std::uint64_t);
-template ExactLaunch sum<double>(const double*, std::uint64_t, cudaStream_t, Workspace&, unsigned, std::uint64_t);
+template ExactLaunch enqueue_exact_sum<float>(const float*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned, std::uint64_t);
+template ExactLaunch enqueue_exact_sum<double>(const double*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned, std::uint64_t);
+template ExactLaunch exact_sum<float>(const float*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned, std::uint64_t);
+template ExactLaunch exact_sum<double>(const double*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned, std::uint64_t);
 
-}  // namespace xr::cu_exact
+}  // namespace xr::cuda::detail

@@ -5,13 +5,13 @@
 #include <mutex>
 #include <string>
 
-#include "backend_entry.hpp"
-#include "ocl_internal.hpp"
+#include "backend_table.hpp"
+#include "internal.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
 #include "xreduce/source.hpp"
 
-namespace xr::ocl::detail {
+namespace xr::opencl::detail {
 namespace {
 
 std::atomic<std::uint64_t> g_chunk_limit{0};
@@ -154,9 +154,9 @@ std::string strip_prefix(std::string s) {
 void set_chunk_limit_for_testing(std::uint64_t elements) { g_chunk_limit = elements; }
 std::uint64_t chunk_limit_for_testing() { return g_chunk_limit.load(); }
 
-}  // namespace xr::ocl::detail
+}  // namespace xr::opencl::detail
 
-namespace xr::ocl {
+namespace xr::opencl {
 
 Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::uint64_t n, DType type, Op op,
               const RunOptions& options) {
@@ -177,25 +177,25 @@ std::vector<KernelInfo> kernels(cl_device_id device) {
   return out;
 }
 
-}  // namespace xr::ocl
+}  // namespace xr::opencl
 
-namespace xr::detail {
+namespace xr::opencl::detail {
 
-std::unique_ptr<Reducer> make_opencl_reducer(const BackendOptions& options) {
-  const auto chosen = ocl::detail::select_device(options);
+std::unique_ptr<Reducer> make_reducer(const BackendOptions& options) {
+  const auto chosen = select_device(options);
   const auto& caps = chosen.caps;
   if (!caps.available) throw BackendUnavailable("opencl", caps.platform_name + " / " + caps.name + " is not available");
   if (!caps.compiler)
     throw BackendUnavailable("opencl", caps.platform_name + " / " + caps.name + " has no OpenCL C compiler");
-  return std::make_unique<ocl::detail::OclReducer>(caps);
+  return std::make_unique<OclReducer>(caps);
 }
 
-BackendStatus opencl_status() {
+BackendStatus status() {
   BackendStatus s;
   s.name = "opencl";
   s.compiled = true;
   try {
-    const auto list = ocl::detail::list_devices();
+    const auto list = list_devices();
     for (const auto& d : list) {
       s.devices.push_back({d.caps.platform_name + " / " + d.caps.name,
                            "platform " + std::to_string(d.platform_index) + ", device " +
@@ -205,11 +205,11 @@ BackendStatus opencl_status() {
     if (list.empty()) s.reason = "no OpenCL device on any platform";
     else if (!s.usable) s.reason = "no available OpenCL device with a compiler";
   } catch (const BackendUnavailable& e) {
-    s.reason = ocl::detail::strip_prefix(e.what());
+    s.reason = strip_prefix(e.what());
   } catch (const std::exception& e) {
     s.reason = e.what();
   }
   return s;
 }
 
-}  // namespace xr::detail
+}  // namespace xr::opencl::detail

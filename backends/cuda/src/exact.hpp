@@ -1,8 +1,8 @@
 // Exact f32/f64 sums on a CUDA device (docs/exact.md, "Device kernels"): one launch leaves
 // the exact sum as an xr::ExactSum::Raw state, which the host merges and rounds:
 //
-//   xr::cu_exact::Workspace ws(device);           // once per (device, stream); cached memory
-//   auto r = xr::cu_exact::sum(dev_ptr, n, stream, ws);
+//   xr::cuda::detail::ExactAccumulator ws(device);           // once per (device, stream); cached memory
+//   auto r = xr::cuda::detail::sum(dev_ptr, n, stream, ws);
 //   xr::ExactSum acc; acc.merge_raw(r.raw); float v = acc.to_float();
 //
 // Bit-identical results for every block size, grid and alignment (the state is exact).
@@ -14,19 +14,19 @@
 
 #include "xreduce/exact.hpp"
 
-namespace xr::cu_exact {
+namespace xr::cuda::detail {
 
 // Device memory for one stream of one device: the global accumulator (zero between launches:
 // each launch's last block zeroes it again), the device result slot and a page-locked host
 // copy of it. Allocated once in the constructor; never per call. Two streams must not share
 // one (the accumulator and the ticket are per launch in flight). The current device must be
 // `device` when it is constructed, destroyed and used.
-class Workspace {
+class ExactAccumulator {
  public:
-  explicit Workspace(int device);
-  ~Workspace();
-  Workspace(const Workspace&) = delete;
-  Workspace& operator=(const Workspace&) = delete;
+  explicit ExactAccumulator(int device);
+  ~ExactAccumulator();
+  ExactAccumulator(const ExactAccumulator&) = delete;
+  ExactAccumulator& operator=(const ExactAccumulator&) = delete;
 
   int device() const { return device_; }
   void* global_state() const { return global_; }          // kern::exact::Global
@@ -51,32 +51,32 @@ struct ExactLaunch {
 
 // Block sizes accepted: multiples of 32 from 32 to 512 (0: the default, 256).
 // Grid: 1 .. 2^30 blocks (0: SMs x resident blocks, no more than the data needs).
-constexpr unsigned kDefaultBlock = 256;
-constexpr unsigned kMaxBlock = 512;
-bool block_ok(unsigned block);
+constexpr unsigned kExactDefaultBlock = 256;
+constexpr unsigned kExactMaxBlock = 512;
+bool exact_block_ok(unsigned block);
 
 // Enqueues the kernel and the copy of the state into ws.host_result() on stream s; the state
-// is valid after the stream synchronises (then call read()). Returns what enqueue_sum ran.
+// is valid after the stream synchronises (then call read_exact_state()). Returns what enqueue_sum ran.
 // dev: device memory of T (aligned to sizeof(T)); any n >= 0. Throws InvalidArgument for a
 // bad block or grid, DeviceError for CUDA errors.
 template <class T>
-ExactLaunch enqueue(const T* dev, std::uint64_t n, cudaStream_t s, Workspace& ws, unsigned block = 0,
+ExactLaunch enqueue_exact_sum(const T* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws, unsigned block = 0,
                     std::uint64_t grid = 0);
 // The state in ws.host_result(), with kFlagAny set for n > 0 (ExactSum's flags exactly).
-ExactSum::Raw read(const Workspace& ws, std::uint64_t n);
+ExactSum::Raw read_exact_state(const ExactAccumulator& ws, std::uint64_t n);
 
 // enqueue + cudaStreamSynchronize + read.
 template <class T>
-ExactLaunch sum(const T* dev, std::uint64_t n, cudaStream_t s, Workspace& ws, unsigned block = 0,
+ExactLaunch exact_sum(const T* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws, unsigned block = 0,
                 std::uint64_t grid = 0);
 
-extern template ExactLaunch enqueue<float>(const float*, std::uint64_t, cudaStream_t, Workspace&, unsigned,
+extern template ExactLaunch enqueue_exact_sum<float>(const float*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned,
                                            std::uint64_t);
-extern template ExactLaunch enqueue<double>(const double*, std::uint64_t, cudaStream_t, Workspace&, unsigned,
+extern template ExactLaunch enqueue_exact_sum<double>(const double*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned,
                                             std::uint64_t);
-extern template ExactLaunch sum<float>(const float*, std::uint64_t, cudaStream_t, Workspace&, unsigned,
+extern template ExactLaunch exact_sum<float>(const float*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned,
                                        std::uint64_t);
-extern template ExactLaunch sum<double>(const double*, std::uint64_t, cudaStream_t, Workspace&, unsigned,
+extern template ExactLaunch exact_sum<double>(const double*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned,
                                         std::uint64_t);
 
-}  // namespace xr::cu_exact
+}  // namespace xr::cuda::detail

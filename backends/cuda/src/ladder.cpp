@@ -9,10 +9,10 @@
 #include <tuple>
 
 #include "check.hpp"
-#include "exact_sum.hpp"
+#include "exact.hpp"
 #include "xreduce/error.hpp"
 
-namespace xr::cu::detail {
+namespace xr::cuda::detail {
 
 // ---- errors ----------------------------------------------------------------------------
 
@@ -112,10 +112,10 @@ Workspace::Workspace(int device, cudaStream_t stream) : device_(device), stream_
   }
 }
 
-cu_exact::Workspace& Workspace::exact_workspace() {
+ExactAccumulator& Workspace::exact_accumulator() {
   if (!exact_) {
     DeviceGuard guard(device_);
-    exact_ = std::make_unique<cu_exact::Workspace>(device_);
+    exact_ = std::make_unique<ExactAccumulator>(device_);
   }
   return *exact_;
 }
@@ -274,4 +274,4 @@ int ptx_version(const void* kernel, int device) {
   });
 }
 
-}  // namespace xr::cu::detail
+}  // namespace xr::cuda::detail

@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include "ocl_internal.hpp"
+#include "internal.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
 
-namespace xr::ocl::detail {
+namespace xr::opencl::detail {
 
 // ---- the ladder -----------------------------------------------------------------------------
 
@@ -498,4 +498,4 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   return res;
 }
 
-}  // namespace xr::ocl::detail
+}  // namespace xr::opencl::detail

@@ -20,7 +20,7 @@
 // exactly too (<= 2^52 units of the smallest ulp).
 // Rounding to nearest and no flush-to-zero are required: a thread that finds another floating-
 // point environment uses ExactSum::add for everything.
-#include "omp_exact.hpp"
+#include "exact.hpp"
 
 #include <omp.h>
 
@@ -37,7 +37,7 @@
 #define XR_OMP_EXACT_X86 0
 #endif
 
-namespace xr::omp_exact {
+namespace xr::omp::detail {
 namespace {
 
 using u32 = std::uint32_t;
@@ -254,7 +254,7 @@ bool use_avx2() {
 #endif
 }
 
-// Adds x[0..n) to acc exactly (flags aside: see sum()).
+// Adds x[0..n) to acc exactly (flags aside: see exact_sum_state()).
 template <class T> void add_range(const T* x, u64 n, ExactSum& acc, bool avx2) {
   if (!default_fp_env()) {
     acc.add(x, static_cast<std::size_t>(n));
@@ -287,9 +287,9 @@ template <class T> bool all_negative_zero(const T* x, u64 n) {
 
 }  // namespace
 
-const char* front_end() { return use_avx2() ? "avx2" : "portable"; }
+const char* exact_front_end() { return use_avx2() ? "avx2" : "portable"; }
 
-template <class T> ExactSum::Raw sum(const T* x, std::uint64_t n, int threads) {
+template <class T> ExactSum::Raw exact_sum_state(const T* x, std::uint64_t n, int threads) {
   threads = std::max(threads, 1);
   const bool avx2 = use_avx2();
   std::vector<ExactSum> part(static_cast<std::size_t>(threads));
@@ -322,7 +322,7 @@ template <class T> ExactSum::Raw sum(const T* x, std::uint64_t n, int threads) {
   return r;
 }
 
-template ExactSum::Raw sum<float>(const float*, std::uint64_t, int);
-template ExactSum::Raw sum<double>(const double*, std::uint64_t, int);
+template ExactSum::Raw exact_sum_state<float>(const float*, std::uint64_t, int);
+template ExactSum::Raw exact_sum_state<double>(const double*, std::uint64_t, int);
 
-}  // namespace xr::omp_exact
+}  // namespace xr::omp::detail

@@ -6,11 +6,11 @@
 #include <utility>
 #include <vector>
 
-#include "ocl_internal.hpp"
+#include "internal.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/source.hpp"
 
-namespace xr::ocl::detail {
+namespace xr::opencl::detail {
 namespace {
 
 cl_mem create_buffer(cl_context context, cl_mem_flags flags, std::size_t bytes, const std::string& what) {
@@ -238,4 +238,4 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
   return r;
 }
 
-}  // namespace xr::ocl::detail
+}  // namespace xr::opencl::detail

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "backend_entry.hpp"
-#include "omp_exact.hpp"
+#include "backend_table.hpp"
+#include "exact.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
 
-namespace xr {
+namespace xr::omp::detail {
 namespace {
 
 // Integer sums and products run in the unsigned type so that wrap-around is defined.
@@ -170,8 +170,8 @@ KernelInfo exact_capable(KernelInfo k) {
 // Exact mode (f32/f64 sums): per-thread exact window sums feeding ExactSum superaccumulators,
 // merged in thread order, rounded once (docs/exact.md).
 ExactSum::Raw exact_state(HostArray in, int threads) {
-  return in.type == DType::F32 ? omp_exact::sum(static_cast<const float*>(in.data), in.n, threads)
-                               : omp_exact::sum(static_cast<const double*>(in.data), in.n, threads);
+  return in.type == DType::F32 ? exact_sum_state(static_cast<const float*>(in.data), in.n, threads)
+                               : exact_sum_state(static_cast<const double*>(in.data), in.n, threads);
 }
 
 Outcome exact_sum(HostArray in, int threads) {
@@ -244,7 +244,7 @@ class OmpReducer final : public Reducer {
     r.value = out.value;
     r.device = device();
     r.kernel = exact ? kernel.name + ":exact" : kernel.kind == KernelKind::Auto ? "auto:vector" : kernel.name;
-    r.finish = exact ? std::string("exact: per-thread superaccumulators (") + omp_exact::front_end() +
+    r.finish = exact ? std::string("exact: per-thread superaccumulators (") + exact_front_end() +
                            " front end), merged in thread order, rounded once"
                      : rung->finish;
     r.launches = 1;
@@ -262,11 +262,10 @@ class OmpReducer final : public Reducer {
 
 }  // namespace
 
-namespace detail {
 
-std::unique_ptr<Reducer> make_omp_reducer(const BackendOptions&) { return std::make_unique<OmpReducer>(); }
+std::unique_ptr<Reducer> make_reducer(const BackendOptions&) { return std::make_unique<OmpReducer>(); }
 
-BackendStatus omp_status() {
+BackendStatus status() {
   BackendStatus s;
   s.name = "omp";
   s.compiled = true;
@@ -276,5 +275,4 @@ BackendStatus omp_status() {
   return s;
 }
 
-}  // namespace detail
-}  // namespace xr
+}  // namespace xr::omp::detail

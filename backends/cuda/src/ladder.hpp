@@ -15,11 +15,9 @@
 #include "xreduce/reducer.hpp"
 #include "xreduce/types.hpp"
 
-namespace xr::cu_exact {
-class Workspace;
-}
+namespace xr::cuda::detail {
 
-namespace xr::cu::detail {
+class ExactAccumulator;  // exact.hpp
 
 using u64 = std::uint64_t;
 
@@ -62,7 +60,7 @@ class Workspace {
   cudaEvent_t start_event() const { return start_; }
   cudaEvent_t stop_event() const { return stop_; }
   // The exact-sum accumulator of this stream, allocated on first use.
-  cu_exact::Workspace& exact_workspace();
+  ExactAccumulator& exact_accumulator();
   // The cub row's temp-storage size for the last (instantiation, n) it ran: CUB is asked once
   // per size, as a caller reducing that size again would, not before every call.
   struct CubTempSize {
@@ -82,7 +80,7 @@ class Workspace {
   unsigned* tile_counter_ = nullptr;
   void* result_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  std::unique_ptr<cu_exact::Workspace> exact_;
+  std::unique_ptr<ExactAccumulator> exact_;
   CubTempSize cub_temp_size_;
   std::array<void*, 3> slot_{};
   std::array<std::size_t, 3> slot_bytes_{};
@@ -176,4 +174,4 @@ const RungEntry& empty_input_entry();    // rungs_atomic.cu: n = 0 on every rung
 u64 ceil_div(u64 a, u64 b);
 unsigned ceil_log2(u64 x);
 
-}  // namespace xr::cu::detail
+}  // namespace xr::cuda::detail

@@ -11,7 +11,7 @@
 #include "xreduce/error.hpp"
 #include "xreduce/types.hpp"
 
-namespace xr::cu::detail {
+namespace xr::cuda::detail {
 
 std::string error_name(cudaError_t e);
 using xr::format_bytes;
@@ -45,6 +45,6 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
-}  // namespace xr::cu::detail
+}  // namespace xr::cuda::detail
 
-#define XR_CUDA(call) ::xr::cu::detail::check((call), #call)
+#define XR_CUDA(call) ::xr::cuda::detail::check((call), #call)

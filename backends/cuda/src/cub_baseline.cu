@@ -7,7 +7,7 @@
 
 #include "drivers.cuh"
 
-namespace xr::cu::detail {
+namespace xr::cuda::detail {
 namespace {
 
 template <class Acc, Op O> struct CubOp {
@@ -61,4 +61,4 @@ RungEntry cub_rung() {
                          KernelKind::Baseline, 0, BlockRule{0, 0, 0, {0}});
 }
 
-}  // namespace xr::cu::detail
+}  // namespace xr::cuda::detail

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "backend_entry.hpp"
+#include "backend_table.hpp"
 #include "check.hpp"
-#include "exact_sum.hpp"
+#include "exact.hpp"
 #include "xreduce/exact.hpp"
-#include "host_stream.hpp"
+#include "stream.hpp"
 #include "ladder.hpp"
 #include "xreduce/cuda.hpp"
 #include "xreduce/error.hpp"
@@ -23,7 +23,7 @@
 #include "xreduce/registry.hpp"
 #include "xreduce/semantics.hpp"
 
-namespace xr::cu {
+namespace xr::cuda {
 namespace detail {
 namespace {
 
@@ -94,16 +94,16 @@ float elapsed_ms(Workspace& ws) {
 // Exact f32/f64 sums (docs/exact.md): one launch leaves the exact state in page-locked host
 // memory and the host rounds it once. The 552-byte state copy is inside the timed region.
 Result run_exact_timed(DeviceState& ds, Workspace& ws, const Prepared& p, const RunOptions& opt) {
-  cu_exact::Workspace& ews = ws.exact_workspace();
-  const unsigned block = opt.block_size ? opt.block_size : cu_exact::kDefaultBlock;
+  ExactAccumulator& ews = ws.exact_accumulator();
+  const unsigned block = opt.block_size ? opt.block_size : kExactDefaultBlock;
   const auto launch = [&] {
     return p.type == DType::F32
-               ? cu_exact::enqueue(static_cast<const float*>(p.launch.in), p.launch.n, ws.stream(), ews, block,
+               ? enqueue_exact_sum(static_cast<const float*>(p.launch.in), p.launch.n, ws.stream(), ews, block,
                                    opt.grid_size)
-               : cu_exact::enqueue(static_cast<const double*>(p.launch.in), p.launch.n, ws.stream(), ews, block,
+               : enqueue_exact_sum(static_cast<const double*>(p.launch.in), p.launch.n, ws.stream(), ews, block,
                                    opt.grid_size);
   };
-  cu_exact::ExactLaunch l;
+  ExactLaunch l;
   for (int i = 0; i < opt.warmup; ++i) l = launch();
   const int repeats = std::max(1, opt.repeat);
   std::vector<double> times;
@@ -115,7 +115,7 @@ Result run_exact_timed(DeviceState& ds, Workspace& ws, const Prepared& p, const 
   }
   check(cudaStreamSynchronize(ws.stream()), "cudaStreamSynchronize");
   ExactSum acc;
-  acc.merge_raw(cu_exact::read(ews, p.launch.n));
+  acc.merge_raw(read_exact_state(ews, p.launch.n));
   Result r;
   r.value = p.type == DType::F32 ? Scalar::of(acc.to_float()) : Scalar::of(acc.to_double());
   r.device = ds.caps().name;
@@ -340,7 +340,7 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
   Workspace& ws = ds.workspace(stream);
   const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, op, options, dev_result);
   if (p.exact)
-    throw InvalidArgument("cuda: exact mode rounds the exact state on the host: use xr::cu::reduce, not reduce_async");
+    throw InvalidArgument("cuda: exact mode rounds the exact state on the host: use xr::cuda::reduce, not reduce_async");
   p.fn(p.launch);
 }
 
@@ -356,13 +356,13 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
 XR_ELEMENT_TYPES(XR_CUDA_DEFINE)
 #undef XR_CUDA_DEFINE
 
-}  // namespace xr::cu
+}  // namespace xr::cuda
 
 // ---- registry hooks ------------------------------------------------------------------------
 
-namespace xr::detail {
+namespace xr::cuda::detail {
 
-BackendStatus cuda_status() {
+BackendStatus status() {
   BackendStatus s;
   s.name = "cuda";
   s.compiled = true;
@@ -371,7 +371,7 @@ BackendStatus cuda_status() {
   if (e != cudaSuccess) {
     cudaGetLastError();
     const char* str = cudaGetErrorString(e);
-    s.reason = "no CUDA device: " + cu::detail::error_name(e) + ": " + (str ? str : "");
+    s.reason = "no CUDA device: " + error_name(e) + ": " + (str ? str : "");
     return s;
   }
   if (count == 0) {
@@ -381,8 +381,8 @@ BackendStatus cuda_status() {
   try {
     for (int d = 0; d < count; ++d) {
       cudaDeviceProp prop{};
-      cu::detail::check(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
-      s.devices.push_back({prop.name, cu::detail::device_detail(d)});
+      check(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
+      s.devices.push_back({prop.name, device_detail(d)});
     }
   } catch (const Error& err) {
     s.reason = err.what();
@@ -392,8 +392,8 @@ BackendStatus cuda_status() {
   return s;
 }
 
-std::unique_ptr<Reducer> make_cuda_reducer(const BackendOptions& options) {
-  const BackendStatus s = cuda_status();
+std::unique_ptr<Reducer> make_reducer(const BackendOptions& options) {
+  const BackendStatus s = status();
   if (!s.usable) throw BackendUnavailable("cuda", s.reason);
   int device = 0;
   const std::string& want = options.device;
@@ -411,7 +411,7 @@ std::unique_ptr<Reducer> make_cuda_reducer(const BackendOptions& options) {
       if (device < 0) throw InvalidArgument("cuda: no device whose name contains '" + want + "'");
     }
   }
-  return std::make_unique<cu::detail::CudaReducer>(device);
+  return std::make_unique<CudaReducer>(device);
 }
 
-}  // namespace xr::detail
+}  // namespace xr::cuda::detail

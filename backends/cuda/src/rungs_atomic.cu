@@ -1,10 +1,10 @@
 // Rungs 11-13: the result is combined atomically. One launch writes the identity into the
 // output, one launch reduces (2 launches). Native atomics: add (all types; f32/f64 order-
 // dependent), min/max on integers; products and float min/max use a compare-and-swap loop.
-#include "../../kernels_cu/atomic.cuh"
+#include "kernels_cu/atomic.cuh"
 #include "drivers.cuh"
 
-namespace xr::cu::detail {
+namespace xr::cuda::detail {
 namespace {
 
 // Derived provides name, kernel<In,Acc,O>(), depth(n, grid, block).
@@ -78,4 +78,4 @@ std::vector<RungEntry> atomic_rungs() {
   };
 }
 
-}  // namespace xr::cu::detail
+}  // namespace xr::cuda::detail

@@ -12,7 +12,7 @@
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
 
-namespace xr::cu::detail {
+namespace xr::cuda::detail {
 
 // entry.fn[op][type][accumulator] = &Rung::run<T, accumulator_t<O, T, A>, O> for every op and
 // element type of core's tables.
@@ -110,4 +110,4 @@ template <class Derived> struct PartialRung {
   }
 };
 
-}  // namespace xr::cu::detail
+}  // namespace xr::cuda::detail

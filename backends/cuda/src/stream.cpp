@@ -1,4 +1,4 @@
-#include "host_stream.hpp"
+#include "stream.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "check.hpp"
-#include "exact_sum.hpp"
+#include "exact.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/exact.hpp"
 
-namespace xr::cu::detail {
+namespace xr::cuda::detail {
 namespace {
 
 bool page_locked(const void* p) {
@@ -32,11 +32,11 @@ double elapsed(cudaEvent_t from, cudaEvent_t to) {
 
 void record(cudaEvent_t e, cudaStream_t s) { check(cudaEventRecord(e, s), "cudaEventRecord"); }
 
-cu_exact::ExactLaunch enqueue_exact(DType type, const void* dev, u64 n, cudaStream_t s, cu_exact::Workspace& ws,
+ExactLaunch enqueue_exact(DType type, const void* dev, u64 n, cudaStream_t s, ExactAccumulator& ws,
                                     const RunOptions& opt) {
-  const unsigned block = opt.block_size ? opt.block_size : cu_exact::kDefaultBlock;
-  return type == DType::F32 ? cu_exact::enqueue(static_cast<const float*>(dev), n, s, ws, block, opt.grid_size)
-                            : cu_exact::enqueue(static_cast<const double*>(dev), n, s, ws, block, opt.grid_size);
+  const unsigned block = opt.block_size ? opt.block_size : kExactDefaultBlock;
+  return type == DType::F32 ? enqueue_exact_sum(static_cast<const float*>(dev), n, s, ws, block, opt.grid_size)
+                            : enqueue_exact_sum(static_cast<const double*>(dev), n, s, ws, block, opt.grid_size);
 }
 
 }  // namespace
@@ -124,7 +124,7 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
     c.accumulator = options.accumulator;  // keeps the results' type: i64 stays i64, a native i32 sum i32
     combine = prepare(ds_, ws_, results, chunks, acc, op, c, ws_.result_slot());
   }
-  cu_exact::Workspace* exact_ws = p.exact ? &ws_.exact_workspace() : nullptr;
+  ExactAccumulator* exact_ws = p.exact ? &ws_.exact_accumulator() : nullptr;
 
   using clock = std::chrono::steady_clock;
   StreamTimes times;
@@ -166,7 +166,7 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
           // The state of chunk k-1 is in the workspace's host copy once its reduction is done.
           const Slot& before = slots_[(k - 1) % kDeviceSlots];
           check(cudaEventSynchronize(before.reduced), "cudaEventSynchronize (exact state)");
-          exact_sum.merge_raw(cu_exact::read(*exact_ws, chunk));
+          exact_sum.merge_raw(read_exact_state(*exact_ws, chunk));
         }
         record(slot.kernel_start, compute);
         if (p.exact) {
@@ -185,7 +185,7 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
       }
       for (auto& slot : slots_)
         if (slot.busy) collect(slot, kernel_ms, copy_ms);
-      if (p.exact) exact_sum.merge_raw(cu_exact::read(*exact_ws, n - (chunks - 1) * chunk));
+      if (p.exact) exact_sum.merge_raw(read_exact_state(*exact_ws, n - (chunks - 1) * chunk));
       if (combine.fn) {
         record(slots_[0].kernel_start, compute);
         const Outcome c = combine.fn(combine.launch);
@@ -239,4 +239,4 @@ Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) 
   return r;
 }
 
-}  // namespace xr::cu::detail
+}  // namespace xr::cuda::detail

@@ -14,7 +14,7 @@
 #include "xreduce/opencl.hpp"
 #include "xreduce/registry.hpp"
 
-namespace xr::ocl::detail {
+namespace xr::opencl::detail {
 
 // ---- errors ---------------------------------------------------------------------------------
 
@@ -292,4 +292,4 @@ class HostStreamer {
 void set_chunk_limit_for_testing(std::uint64_t elements);
 std::uint64_t chunk_limit_for_testing();
 
-}  // namespace xr::ocl::detail
+}  // namespace xr::opencl::detail
