@@ -24,6 +24,27 @@ void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n,
   require_value_exists(op, n);
 }
 
+bool BlockRule::accepts(unsigned b) const {
+  if (!only.empty()) {
+    for (unsigned o : only)
+      if (o == b) return true;
+    return false;
+  }
+  return b >= min && b <= max && (multiple <= 1 || b % multiple == 0);
+}
+
+std::string BlockRule::describe() const {
+  if (!only.empty()) {
+    if (only.size() == 1 && only[0] == 0) return "only its own (block size 0)";
+    std::string s;
+    for (unsigned o : only) s += (s.empty() ? "" : ", ") + std::to_string(o);
+    return s;
+  }
+  std::string s = std::to_string(min) + ".." + std::to_string(max);
+  if (multiple > 1) s += " in multiples of " + std::to_string(multiple);
+  return s;
+}
+
 KernelInfo Reducer::kernel(std::string_view name) const {
   const auto list = kernels();
   for (const auto& k : list)
@@ -31,22 +52,6 @@ KernelInfo Reducer::kernel(std::string_view name) const {
   std::string known;
   for (const auto& k : list) known += (known.empty() ? "" : ", ") + k.name;
   throw InvalidArgument("unknown " + backend() + " kernel '" + std::string(name) + "' (known: " + known + ")");
-}
-
-Result Reducer::reduce(HostArray in, Op op, const RunOptions& options) {
-  if (in.n > 0 && in.data == nullptr) throw InvalidArgument("reduce: null data pointer with n > 0");
-  if (options.repeat < 1) throw InvalidArgument("reduce: repeat must be at least 1");
-  if (options.warmup < 0) throw InvalidArgument("reduce: warmup must not be negative");
-  const KernelInfo k = kernel(options.kernel);
-  check_request(k, op, in.type, in.n, backend(), options.exact);
-  Result r = run(in, op, options, k);
-  if (in.n == 0) r.value = empty_scalar(op, r.value.type);
-  if (r.path.empty()) r.path = "in place";
-  r.backend = backend();
-  r.n = in.n;
-  r.op = op;
-  r.type = in.type;
-  return r;
 }
 
 std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, unsigned buffers,
@@ -67,15 +72,6 @@ std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, 
                             "-byte element");
   }
   return std::max<std::uint64_t>(1, bytes / elem_bytes);
-}
-
-void StreamTimes::fill(Result& r, std::uint64_t n, DType type, std::uint64_t chunks) const {
-  r.repeats = static_cast<int>(total_ms.size());
-  r.kernel_ms = median(kernel_ms);
-  r.transfer_ms = median(transfer_ms);
-  r.total_ms = median(total_ms);
-  r.chunks = chunks;
-  r.bytes_per_s = r.total_ms > 0 ? double(n) * double(size_of(type)) / (r.total_ms * 1e-3) : 0;
 }
 
 double median(std::vector<double> sample) {

@@ -19,6 +19,8 @@ namespace {
 
 // The reference's running state over one or more pieces of the input, in order.
 template <class T> class ReferenceState {
+  using Wide = wide_sum_t<T>;  // the Wide accumulator of a sum of T
+
  public:
   ReferenceState(Op op, Accumulator acc) : op_(op), acc_(acc), value_(identity<T>(op)) {}
 
@@ -50,12 +52,12 @@ template <class T> class ReferenceState {
         return;
       }
     }
-    if constexpr (std::is_same_v<T, std::int32_t>) {
+    if constexpr (!std::is_same_v<Wide, T>) {
       if (op_ == Op::Sum && acc_ == Accumulator::Wide) {
-        std::int64_t s = 0;
+        std::uint64_t s = 0;  // wraps as the accumulator does
 #pragma omp parallel for reduction(+ : s)
-        for (std::int64_t i = 0; i < count; ++i) s += x[i];
-        wide_ = static_cast<std::int64_t>(static_cast<std::uint64_t>(wide_) + static_cast<std::uint64_t>(s));
+        for (std::int64_t i = 0; i < count; ++i) s += static_cast<std::uint64_t>(static_cast<Wide>(x[i]));
+        wide_ = static_cast<Wide>(static_cast<std::uint64_t>(wide_) + s);
         return;
       }
     }
@@ -80,8 +82,8 @@ template <class T> class ReferenceState {
         ref.magnitude = std::fabs(static_cast<double>(product_));
       }
     }
-    if constexpr (std::is_same_v<T, std::int32_t>)
-      if (op_ == Op::Sum && acc_ == Accumulator::Wide) ref.value = Scalar::of<std::int64_t>(wide_);
+    if constexpr (!std::is_same_v<Wide, T>)
+      if (op_ == Op::Sum && acc_ == Accumulator::Wide) ref.value = Scalar::of<Wide>(wide_);
     return ref;
   }
 
@@ -93,7 +95,7 @@ template <class T> class ReferenceState {
   ExactSum sum_;             // float sums
   double magnitude_ = 0;     // float sums: sum |x|
   long double product_ = 1;  // float products
-  std::int64_t wide_ = 0;    // i32 sums in i64 (wrapping)
+  Wide wide_ = 0;            // sums of narrow integers in 64 bits (wrapping)
 };
 
 // (1 + u)^k - 1: the relative error after k roundings of unit roundoff u.

@@ -1,5 +1,6 @@
 // CUDA backend tests that the cross-backend suite cannot express: data already on the device.
 #define DOCTEST_CONFIG_IMPLEMENT
+#include <algorithm>
 #include <doctest/doctest.h>
 
 #include <cuda_runtime_api.h>
@@ -139,13 +140,15 @@ std::vector<Accumulator> accumulators(Op op, DType t) {
 
 // The block sizes to try for a rung: a non-power of two it accepts (100, else 96), plus the
 // default. unroll_complete (templated) and cub accept neither.
-std::vector<unsigned> blocks_for(const std::string& kernel) {
-  if (kernel == "cub") return {0};
-  if (kernel == "unroll_complete") return {0, 128, 512};
-  if (kernel == "interleaved_divergent" || kernel == "interleaved_strided" || kernel == "sequential" ||
-      kernel == "first_add" || kernel == "atomic_global" || kernel == "atomic_shared")
-    return {0, 100, 33};
-  return {0, 96, 32, 1024};
+// Block sizes to try on a rung, from its rule (KernelInfo::blocks): its default (0), then the
+// sizes it lists, or a non-power-of-two multiple of a warp, 33, one warp and its largest.
+std::vector<unsigned> blocks_for(const xr::KernelInfo& k) {
+  const xr::BlockRule& rule = k.blocks;
+  std::vector<unsigned> out{0};
+  const std::vector<unsigned> candidates = rule.only.empty() ? std::vector<unsigned>{96, 33, 32, rule.max} : rule.only;
+  for (unsigned b : candidates)
+    if (b && rule.accepts(b) && std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+  return out;
 }
 
 }  // namespace
@@ -215,7 +218,7 @@ TEST_CASE("every rung, op and type, default and non-power-of-two block sizes, de
           for (Accumulator acc : accumulators(op, xr::dtype_of<T>)) {
             const auto h = make_data<T>(n, op, 2);
             DevBuf<T> d(h);
-            for (unsigned block : blocks_for(k.name)) {
+            for (unsigned block : blocks_for(k)) {
               xr::RunOptions opt;
               opt.kernel = k.name;
               opt.block_size = block;

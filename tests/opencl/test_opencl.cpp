@@ -302,7 +302,7 @@ TEST_CASE("resident inputs larger than one allocation go through in chunks") {
       if (t.caps.fp64) {
         const Result rf = t.reducer->reduce(f.view(), op, resident);
         CHECK(rf.finish.find("11 chunks") != std::string::npos);
-        CHECK(rf.path == "resident");
+        CHECK(rf.path == "resident: 11 chunks");
         expect_agrees(rf, f.view(), op, Accumulator::Wide, "chunked f64");
       }
       expect_agrees(t.reducer->reduce(i.view(), op, resident), i.view(), op, Accumulator::Wide, "chunked i32");

@@ -38,8 +38,8 @@ RungEntry make_entry(std::string note, KernelKind kind, unsigned default_block, 
   e.info.kind = kind;
   e.info.ops.assign(all_ops.begin(), all_ops.end());
   e.info.types.assign(all_dtypes.begin(), all_dtypes.end());
-  e.default_block = default_block;
-  e.blocks = std::move(blocks);
+  e.info.blocks = std::move(blocks);
+  e.info.blocks.preferred = default_block;
   fill_runs<Rung>(e);
   return e;
 }

@@ -37,27 +37,6 @@ unsigned ceil_log2(u64 x) {
   return r;
 }
 
-bool BlockRule::accepts(unsigned b) const {
-  if (!only.empty()) {
-    for (unsigned o : only)
-      if (o == b) return true;
-    return false;
-  }
-  return b >= min && b <= max && (multiple <= 1 || b % multiple == 0);
-}
-
-std::string BlockRule::describe() const {
-  if (!only.empty()) {
-    if (only.size() == 1 && only[0] == 0) return "only its own (block size 0)";
-    std::string s;
-    for (unsigned o : only) s += (s.empty() ? "" : ", ") + std::to_string(o);
-    return s;
-  }
-  std::string s = std::to_string(min) + ".." + std::to_string(max);
-  if (multiple > 1) s += " in multiples of " + std::to_string(multiple);
-  return s;
-}
-
 // ---- the table -------------------------------------------------------------------------
 
 const std::vector<RungEntry>& ladder() {

@@ -135,23 +135,13 @@ struct Outcome {
 
 using RunFn = Outcome (*)(const Launch&);
 
-// Which block sizes a rung accepts: [min, max] in steps of `multiple`, or exactly `only`.
-struct BlockRule {
-  unsigned min = 1, max = 1024, multiple = 1;
-  std::vector<unsigned> only;
-  bool accepts(unsigned b) const;
-  std::string describe() const;
-};
-
 // A rung's run functions, [op][input type][accumulator]: one instantiation per (op, type,
 // accumulator_t), generated from core's op and type tables (drivers.cuh: fill_runs). Wide and
 // Native differ only for sums of integers narrower than 64 bits.
 using RunTable = std::array<std::array<std::array<RunFn, 2>, kDTypeCount>, kOpCount>;
 
 struct RungEntry {
-  KernelInfo info;
-  unsigned default_block = 256;
-  BlockRule blocks;
+  KernelInfo info;  // info.blocks: the block sizes it accepts and its default
   RunTable fn{};  // null where unsupported
   RunFn find(Op op, DType in, Accumulator acc) const {
     return fn[static_cast<std::size_t>(op)][static_cast<std::size_t>(in)][static_cast<std::size_t>(acc)];

@@ -16,6 +16,7 @@
 #include "exact.hpp"
 #include "xreduce/exact.hpp"
 #include "stream.hpp"
+#include "pipeline.hpp"
 #include "ladder.hpp"
 #include "xreduce/cuda.hpp"
 #include "xreduce/error.hpp"
@@ -59,10 +60,11 @@ Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType ty
   Prepared p;
   p.entry = &rung(opt.kernel);
   check_request(p.entry->info, op, type, n, "cuda", opt.exact);
-  const unsigned block = opt.block_size ? opt.block_size : p.entry->default_block;
-  if (!p.entry->blocks.accepts(block))
-    throw InvalidArgument("cuda: kernel " + p.entry->info.name + " accepts block sizes " +
-                          p.entry->blocks.describe() + ", not " + std::to_string(block));
+  const BlockRule& blocks = p.entry->info.blocks;
+  const unsigned block = opt.block_size ? opt.block_size : blocks.preferred;
+  if (!blocks.accepts(block))
+    throw InvalidArgument("cuda: kernel " + p.entry->info.name + " accepts block sizes " + blocks.describe() +
+                          ", not " + std::to_string(block));
   p.fn = (n == 0 ? empty_input_entry() : *p.entry).find(op, type, opt.accumulator);
   if (!p.fn)
     throw InvalidArgument("cuda: kernel " + p.entry->info.name + " does not support " + std::string(to_string(op)) +
@@ -91,81 +93,60 @@ float elapsed_ms(Workspace& ws) {
   return ms;
 }
 
-// Exact f32/f64 sums (docs/exact.md): one launch leaves the exact state in page-locked host
-// memory and the host rounds it once. The 552-byte state copy is inside the timed region.
-Result run_exact_timed(DeviceState& ds, Workspace& ws, const Prepared& p, const RunOptions& opt) {
-  ExactAccumulator& ews = ws.exact_accumulator();
-  const unsigned block = opt.block_size ? opt.block_size : kExactDefaultBlock;
-  const auto launch = [&] {
-    return p.type == DType::F32
-               ? enqueue_exact_sum(static_cast<const float*>(p.launch.in), p.launch.n, ws.stream(), ews, block,
-                                   opt.grid_size)
-               : enqueue_exact_sum(static_cast<const double*>(p.launch.in), p.launch.n, ws.stream(), ews, block,
-                                   opt.grid_size);
-  };
-  ExactLaunch l;
-  for (int i = 0; i < opt.warmup; ++i) l = launch();
-  const int repeats = std::max(1, opt.repeat);
-  std::vector<double> times;
-  for (int i = 0; i < repeats; ++i) {
+// The timing harness of the device-pointer API: options.warmup untimed launches, then
+// options.repeat launches, each between the workspace's two events; `times` gets their ms.
+template <class Launch> auto time_launches(Workspace& ws, const RunOptions& opt, Launch launch, std::vector<double>& times) {
+  decltype(launch()) last{};
+  for (int i = 0; i < opt.warmup; ++i) last = launch();
+  for (int i = 0; i < std::max(1, opt.repeat); ++i) {
     check(cudaEventRecord(ws.start_event(), ws.stream()), "cudaEventRecord");
-    l = launch();
+    last = launch();
     check(cudaEventRecord(ws.stop_event(), ws.stream()), "cudaEventRecord");
     times.push_back(elapsed_ms(ws));
   }
-  check(cudaStreamSynchronize(ws.stream()), "cudaStreamSynchronize");
-  ExactSum acc;
-  acc.merge_raw(read_exact_state(ews, p.launch.n));
-  Result r;
-  r.value = p.type == DType::F32 ? Scalar::of(acc.to_float()) : Scalar::of(acc.to_double());
-  r.device = ds.caps().name;
-  r.kernel = p.entry->info.name + ":exact";
-  r.finish = "exact: block superaccumulators, global atomics, rounded once on the host";
-  r.launches = l.launches;
-  r.repeats = repeats;
-  r.kernel_ms = median(times);
-  r.rounding_depth = 1;  // one rounding of the exact value
-  return r;
+  return last;
 }
 
-// Runs options.warmup untimed and options.repeat timed reductions (each between two events,
-// one at a time), then copies the value back (timed too). Fills every field but
-// backend/n/op/type.
+// One reduction of device memory, timed; then the value (or, in exact mode, the 552-byte state,
+// whose copy is inside the timed region) comes back and the host rounds it once. Fills every
+// field but backend/n/op/type.
 Result run_timed(DeviceState& ds, Workspace& ws, const Prepared& p, const RunOptions& opt) {
-  if (p.exact) return run_exact_timed(ds, ws, p, opt);
-  Outcome o;
-  for (int i = 0; i < opt.warmup; ++i) o = p.fn(p.launch);
-  const int repeats = std::max(1, opt.repeat);
-  std::vector<double> times;
-  times.reserve(repeats);
-  for (int i = 0; i < repeats; ++i) {
-    check(cudaEventRecord(ws.start_event(), ws.stream()), "cudaEventRecord");
-    o = p.fn(p.launch);
-    check(cudaEventRecord(ws.stop_event(), ws.stream()), "cudaEventRecord");
-    times.push_back(elapsed_ms(ws));
-  }
-  unsigned char bytes[8] = {};
-  check(cudaEventRecord(ws.start_event(), ws.stream()), "cudaEventRecord");
-  check(cudaMemcpyAsync(bytes, p.launch.out, size_of(p.result_type), cudaMemcpyDeviceToHost, ws.stream()),
-        "cudaMemcpyAsync of the result");
-  check(cudaEventRecord(ws.stop_event(), ws.stream()), "cudaEventRecord");
-  const double copy_ms = elapsed_ms(ws);
-  check(cudaStreamSynchronize(ws.stream()), "cudaStreamSynchronize");
-
   Result r;
-  visit_dtype(p.result_type, [&](auto t) {
-    decltype(t) v;
-    std::memcpy(&v, bytes, sizeof v);
-    r.value = Scalar::of(v);
-  });
+  std::vector<double> times;
+  if (p.exact) {
+    ExactAccumulator& acc = ws.exact_accumulator();
+    const unsigned block = opt.block_size ? opt.block_size : kExactDefaultBlock;
+    const ExactLaunch l = time_launches(ws, opt, [&] {
+      return p.type == DType::F32
+                 ? enqueue_exact_sum(static_cast<const float*>(p.launch.in), p.launch.n, ws.stream(), acc, block,
+                                     opt.grid_size)
+                 : enqueue_exact_sum(static_cast<const double*>(p.launch.in), p.launch.n, ws.stream(), acc, block,
+                                     opt.grid_size);
+    }, times);
+    check(cudaStreamSynchronize(ws.stream()), "cudaStreamSynchronize");
+    r.value = xr::detail::round_exact(read_exact_state(acc, p.launch.n), p.type);
+    r.kernel = p.entry->info.name + ":exact";
+    r.finish = "exact: block superaccumulators, global atomics, rounded once on the host";
+    r.launches = l.launches;
+    r.rounding_depth = 1;  // one rounding of the exact value
+  } else {
+    const Outcome o = time_launches(ws, opt, [&] { return p.fn(p.launch); }, times);
+    unsigned char bytes[8] = {};
+    check(cudaEventRecord(ws.start_event(), ws.stream()), "cudaEventRecord");
+    check(cudaMemcpyAsync(bytes, p.launch.out, size_of(p.result_type), cudaMemcpyDeviceToHost, ws.stream()),
+          "cudaMemcpyAsync of the result");
+    check(cudaEventRecord(ws.stop_event(), ws.stream()), "cudaEventRecord");
+    r.transfer_ms = elapsed_ms(ws);
+    check(cudaStreamSynchronize(ws.stream()), "cudaStreamSynchronize");
+    r.value = xr::detail::scalar_from_bytes(p.result_type, bytes);
+    r.kernel = *o.variant ? o.variant : p.entry->info.name;
+    r.finish = o.finish;
+    r.launches = o.launches;
+    r.rounding_depth = o.depth;
+  }
   r.device = ds.caps().name;
-  r.kernel = *o.variant ? o.variant : p.entry->info.name;
-  r.finish = o.finish;
-  r.launches = o.launches;
-  r.repeats = repeats;
+  r.repeats = std::max(1, opt.repeat);
   r.kernel_ms = median(times);
-  r.transfer_ms = copy_ms;
-  r.rounding_depth = o.depth;
   return r;
 }
 
@@ -174,8 +155,7 @@ void fill_request(Result& r, u64 n, Op op, DType type) {
   r.n = n;
   r.op = op;
   r.type = type;
-  const double ms = r.total_ms > 0 ? r.total_ms : r.kernel_ms;  // streamed: end to end
-  r.bytes_per_s = ms > 0 ? double(n) * double(size_of(type)) / (ms * 1e-3) : 0;
+  r.bytes_per_s = xr::detail::bytes_per_second(n, type, r.kernel_ms);
   // A float product's every multiplication rounds the whole product, whatever the order: its
   // error grows with n - 1, not with the chain length.
   if (op == Op::Prod) r.rounding_depth = std::max<std::uint64_t>(r.rounding_depth, n);
@@ -196,7 +176,9 @@ class CudaReducer final : public Reducer {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     try {
       ws_ = &state_->workspace(stream_);  // temp storage allocated now, not per call
+      chunks_ = std::make_unique<CudaDevice>(*state_, *ws_);
     } catch (...) {
+      if (ws_) state_->release(stream_);
       cudaStreamDestroy(stream_);
       throw;
     }
@@ -205,9 +187,8 @@ class CudaReducer final : public Reducer {
     int previous = 0;
     if (cudaGetDevice(&previous) != cudaSuccess) return;
     cudaSetDevice(device_);
-    streamer_.reset();
+    chunks_.reset();
     state_->release(stream_);
-    if (input_) cudaFree(input_);
     cudaStreamDestroy(stream_);
     cudaGetLastError();
     cudaSetDevice(previous);
@@ -215,74 +196,17 @@ class CudaReducer final : public Reducer {
 
   std::string backend() const override { return "cuda"; }
   std::string device() const override { return state_->caps().name; }
-  std::vector<KernelInfo> kernels() const override { return cu::kernels(); }
+  std::vector<KernelInfo> kernels() const override { return cuda::kernels(); }
 
  protected:
-  Result run(HostArray in, Op op, const RunOptions& options, const KernelInfo& kernel) override {
-    if (options.host_path == HostPath::Stream && in.n > 0) {
-      ArraySource source(in);
-      return run_stream(source, op, options, kernel);
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    DeviceGuard guard(device_);
-    RunOptions opt = options;
-    opt.kernel = kernel.name;
-    const std::size_t bytes = std::size_t(in.n) * size_of(in.type);
-    if (opt.device_mem_limit && bytes > opt.device_mem_limit)
-      throw InvalidArgument("cuda: a resident input of " + format_bytes(bytes) + " does not fit the device memory limit of " +
-                            format_bytes(opt.device_mem_limit) + " (the streamed host path takes any size)");
-    if (bytes > input_bytes_) {
-      if (input_) check(cudaFree(input_), "cudaFree (input buffer)");
-      input_ = nullptr;
-      input_bytes_ = 0;
-      check(cudaMalloc(&input_, bytes), "cudaMalloc of " + format_bytes(bytes) + " (input)");
-      input_bytes_ = bytes;
-    }
-    double h2d_ms = 0;
-    if (bytes) {
-      check(cudaEventRecord(ws_->start_event(), stream_), "cudaEventRecord");
-      check(cudaMemcpyAsync(input_, in.data, bytes, cudaMemcpyHostToDevice, stream_),
-            "cudaMemcpyAsync of " + format_bytes(bytes) + " to the device");
-      check(cudaEventRecord(ws_->stop_event(), stream_), "cudaEventRecord");
-      h2d_ms = elapsed_ms(*ws_);
-    }
-    const Prepared p = prepare(*state_, *ws_, input_, in.n, in.type, op, opt, ws_->result_slot());
-    Result r = run_timed(*state_, *ws_, p, opt);
-    r.transfer_ms += h2d_ms;
-    r.path = "resident";
-    fill_request(r, in.n, op, in.type);
-    return r;
-  }
-
-  Result run_stream(ChunkSource& source, Op op, const RunOptions& options, const KernelInfo& kernel) override {
-    const HostArray whole{source.memory(), source.size(), source.type()};
-    if (source.size() == 0 || options.host_path == HostPath::Resident) {
-      if (source.size() && !whole.data)
-        throw InvalidArgument("cuda: host_path Resident needs the input in host memory; " + source.name() +
-                              " streams");
-      RunOptions resident = options;
-      resident.host_path = HostPath::Resident;
-      return run(whole, op, resident, kernel);
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    DeviceGuard guard(device_);
-    RunOptions opt = options;
-    opt.kernel = kernel.name;
-    if (!streamer_) streamer_ = std::make_unique<HostStreamer>(*state_, *ws_);
-    Result r = streamer_->run(source, op, opt);
-    fill_request(r, source.size(), op, source.type());
-    return r;
-  }
+  xr::detail::ChunkDevice& chunk_device() override { return *chunks_; }
 
  private:
   int device_;
   DeviceState* state_;
   cudaStream_t stream_ = nullptr;
   Workspace* ws_ = nullptr;
-  void* input_ = nullptr;
-  std::size_t input_bytes_ = 0;
-  std::unique_ptr<HostStreamer> streamer_;  // the streamed host path, created on first use
-  std::mutex mutex_;
+  std::unique_ptr<CudaDevice> chunks_;  // every host input goes through it
 };
 
 std::string device_detail(int d) {

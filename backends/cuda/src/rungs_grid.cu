@@ -4,14 +4,12 @@
 // lets the copy engine load it.
 #include "kernels_cu/grid.cuh"
 #include "drivers.cuh"
+#include "policy.hpp"
 
 namespace xr::cuda::detail {
 namespace {
 
-// Packs of 16 bytes each thread loads per iteration in k_vec. Untested guess (4 x 16 B in
-// flight per thread, 8 blocks of 256 per SM when occupancy allows: 128 KiB per SM), to be
-// tuned on the H100/H200.
-constexpr unsigned kUnroll = 4;
+using namespace policy;
 
 template <class Derived> struct FixedGridRung : PartialRung<Derived> {
   template <class In, class Acc, Op O> static u64 grid(const Launch& L, u64 n, bool first) {
@@ -96,17 +94,6 @@ struct SinglePass {
   }
 };
 
-// dynamic_tiles' tiles: 16384 packs (256 KB), measured on an H100 (bench/exp_tail.cu,
-// 2026-11-22: 64 KB, 256 KB and 1 MB tiles at 4 and 8 blocks per SM; 256 KB at 4 blocks of 256
-// threads per SM ran at 0.975-0.980 of CUB's time at 2^29-2^30 i32, static segments at
-// 0.983-0.991); smaller where n would make fewer than kTargetTiles tiles (about 16 for each
-// block of that grid: a fine tail), never below one pass of the block; larger where n would
-// need more tile partials than the workspace holds. The tile depends on n and the block only,
-// so the result does not depend on the grid or the GPU.
-constexpr u64 kTilePacks = 16384;
-constexpr u64 kTargetTiles = 8192;
-constexpr unsigned kTileThreadsPerSM = 1024;
-
 template <class In, class Acc, Op O> const void* tiles_kernel() {
   return reinterpret_cast<const void*>(&kern::k_vec_tiles<In, Acc, O, kUnroll>);
 }
@@ -137,11 +124,6 @@ struct DynamicTiles {
   static constexpr const char* name = "dynamic_tiles";
   template <class In, class Acc, Op O> static Outcome run(const Launch& L) { return tiles_launch<In, Acc, O>(L, name); }
 };
-
-// bulk_copy's ring: 4 stages of 16 KB per block (64 KB: 3 blocks of 256 threads per SM), the
-// shape that beat CUB on an H200 (bench/exp_tail.cu, 2026-11-22: 0.954-0.986 of CUB's time at
-// 2^27-2^30 i32, where every 16-byte-load layout took 1.01-1.10).
-constexpr unsigned kBulkStages = 4, kBulkStageBytes = 16384;
 
 // A bulk kernel's shared ring (none before sm_90, where it reads with loads) and its grid:
 // every block the SMs hold, at most `work` blocks unless the caller set the grid.
@@ -180,11 +162,6 @@ template <class In, class Acc, Op O> Outcome bulk_launch(const Launch& L, const 
   return o;
 }
 
-// bulk_tiles' tiles: as dynamic_tiles', 256 KB (16 stages) where n makes at least
-// kTargetTiles of them, smaller down to one stage, larger where more than the workspace's
-// partials (one is the edges') would be needed. Depends on n only.
-constexpr u64 kBulkTileStages = 16;
-
 template <class In, class Acc, Op O> Outcome bulk_tiles_launch(const Launch& L, const char* variant) {
   const auto kernel = &kern::k_vec_bulk_tiles<In, Acc, O, kBulkStages, kBulkStageBytes>;
   const u64 stages = L.n * sizeof(In) / kBulkStageBytes;  // the kernel's count is at most this
@@ -215,32 +192,6 @@ struct BulkTiles {
     return bulk_tiles_launch<In, Acc, O>(L, name);
   }
 };
-
-// Inputs of at least this many bytes stream from HBM: auto deals them out in block segments
-// with streaming loads. Smaller ones stay in the L2 between calls (H100: 50 MB), where the
-// grid-stride layout with plain loads is faster. Measured on an H100, 2026-11-22 (time ratio
-// to CUB): from 64 MB up, segments 0.81-0.999 against grid-stride 0.90-1.005; at 8 MB (f64
-// 2^20) grid-stride 0.64 against segments 0.75.
-constexpr u64 kStreamingBytes = u64(64) << 20;
-
-// From this many bytes auto draws tiles (dynamic_tiles, or bulk_tiles where it uses the copy
-// engine). On an H200 (bench/RESULTS.md, session 5, calls 2, 8 and 15) bulk_tiles and
-// bulk_copy ran within about 1% of each other from 1 GiB (0.975-0.996 and 0.963-1.012 of CUB's
-// time), the lead changing from run to run; the tiles' result bits do not depend on the grid.
-// On the H100 above: tiles led from
-// 2 GiB; at 1 GiB they tied in bench/exp_tail.cu (0.970-0.973 of CUB against 0.967-0.972) and
-// led in 6 of 6 library sweeps (xr_bench_auto_vs_cub --kernels: 0.979-0.985 against
-// 0.985-0.988); at 512 MB segments led (0.953-0.964 against 0.968-0.977).
-constexpr u64 kTilesBytes = u64(1) << 30;
-
-// Where the HBM is at least this fast (peak, GB/s), auto lets the copy engine stream every
-// input of kStreamingBytes or more (bulk_copy). On an H200 (4.8 TB/s; bench/RESULTS.md,
-// session 5, call 15) bulk_copy ran at 0.854-0.966 of CUB's time from 64 MB to 512 MB, where
-// the 16-byte-load single_pass took 0.875-0.988 and dynamic_tiles 0.92-1.05, and from 1 GiB
-// 0.987-1.003 and 1.02-1.06. On an H100 (3.35 TB/s) bulk copies ran level with segments or
-// behind them (bench/exp_tail.cu: 0.956-0.989 against 0.872-0.991), so there the
-// 16-byte-load layouts stay.
-constexpr double kBulkCopyGBps = 4000;
 
 // auto: the single_pass kernel sized so every thread has at least kUnroll packs (fewer, fuller
 // blocks for small n: cheaper finish), one launch at every n; layout chosen by input size and,

@@ -1,19 +1,20 @@
 #include "stream.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <cstring>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "check.hpp"
 #include "exact.hpp"
+#include "policy.hpp"
 #include "xreduce/error.hpp"
-#include "xreduce/exact.hpp"
 
 namespace xr::cuda::detail {
 namespace {
+
+using xr::detail::ChunkOutcome;
+using xr::detail::ChunkPlan;
+using xr::detail::ChunkPolicy;
 
 bool page_locked(const void* p) {
   cudaPointerAttributes a{};
@@ -32,35 +33,33 @@ double elapsed(cudaEvent_t from, cudaEvent_t to) {
 
 void record(cudaEvent_t e, cudaStream_t s) { check(cudaEventRecord(e, s), "cudaEventRecord"); }
 
-ExactLaunch enqueue_exact(DType type, const void* dev, u64 n, cudaStream_t s, ExactAccumulator& ws,
-                                    const RunOptions& opt) {
+ExactLaunch enqueue_exact(DType type, const void* dev, u64 n, cudaStream_t s, ExactAccumulator& acc,
+                          const RunOptions& opt) {
   const unsigned block = opt.block_size ? opt.block_size : kExactDefaultBlock;
-  return type == DType::F32 ? enqueue_exact_sum(static_cast<const float*>(dev), n, s, ws, block, opt.grid_size)
-                            : enqueue_exact_sum(static_cast<const double*>(dev), n, s, ws, block, opt.grid_size);
+  return type == DType::F32 ? enqueue_exact_sum(static_cast<const float*>(dev), n, s, acc, block, opt.grid_size)
+                            : enqueue_exact_sum(static_cast<const double*>(dev), n, s, acc, block, opt.grid_size);
 }
 
 }  // namespace
 
-HostStreamer::HostStreamer(DeviceState& ds, Workspace& ws) : ds_(ds), ws_(ws) {
+CudaDevice::CudaDevice(DeviceState& ds, Workspace& ws) : ds_(ds), ws_(ws) {
   try {
     check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags (copy stream)");
-    for (auto& s : slots_)
-      for (cudaEvent_t* e : {&s.copy_start, &s.copied, &s.kernel_start, &s.reduced})
-        check(cudaEventCreate(e), "cudaEventCreate");
   } catch (...) {
     release();
     throw;
   }
 }
 
-HostStreamer::~HostStreamer() { release(); }
+CudaDevice::~CudaDevice() { release(); }
 
-void HostStreamer::release() {
+void CudaDevice::release() noexcept {
   if (copy_stream_) cudaStreamSynchronize(copy_stream_);
   cudaStreamSynchronize(ws_.stream());
   for (auto& s : slots_)
     for (cudaEvent_t* e : {&s.copy_start, &s.copied, &s.kernel_start, &s.reduced})
       if (*e) cudaEventDestroy(std::exchange(*e, nullptr));
+  slots_.clear();
   if (device_) cudaFree(std::exchange(device_, nullptr));
   if (results_) cudaFree(std::exchange(results_, nullptr));
   if (staging_) cudaFreeHost(std::exchange(staging_, nullptr));
@@ -68,175 +67,215 @@ void HostStreamer::release() {
   cudaGetLastError();
 }
 
-void HostStreamer::reserve(std::size_t slot_bytes, bool staging, u64 chunks, std::size_t result_bytes, u64 limit) {
-  // Between calls nothing is in flight (run() ends synchronised), so buffers may be replaced.
-  if (slot_bytes_ < slot_bytes || (limit && kDeviceSlots * slot_bytes_ > limit)) {
+ChunkPolicy CudaDevice::policy(DType) const {
+  ChunkPolicy p;
+  p.slots = policy::kDeviceSlots;
+  p.chunk_bytes = policy::kChunkBytes;
+  return p;
+}
+
+void CudaDevice::reserve(unsigned slots, std::size_t slot_bytes, bool staging, std::size_t result_bytes,
+                         std::uint64_t limit) {
+  // Between calls nothing is in flight (finish() and abandon() end synchronised), so buffers may
+  // be replaced.
+  while (slots_.size() < slots) {
+    slots_.emplace_back();
+    Slot& s = slots_.back();
+    for (cudaEvent_t* e : {&s.copy_start, &s.copied, &s.kernel_start, &s.reduced})
+      check(cudaEventCreate(e), "cudaEventCreate");
+  }
+  active_slots_ = slots;
+  if (slot_capacity_ < slots || slot_bytes_ < slot_bytes || (limit && slot_capacity_ * slot_bytes_ > limit)) {
     if (device_) check(cudaFree(std::exchange(device_, nullptr)), "cudaFree (chunk slots)");
+    slot_capacity_ = 0;
     slot_bytes_ = 0;
-    check(cudaMalloc(&device_, kDeviceSlots * slot_bytes),
-          "cudaMalloc of " + std::to_string(kDeviceSlots) + " chunk slots of " + format_bytes(slot_bytes));
+    check(cudaMalloc(&device_, slots * slot_bytes),
+          "cudaMalloc of " + std::to_string(slots) + " chunk slots of " + format_bytes(slot_bytes));
+    slot_capacity_ = slots;
     slot_bytes_ = slot_bytes;
   }
   if (staging && staging_bytes_ < slot_bytes) {
     if (staging_) check(cudaFreeHost(std::exchange(staging_, nullptr)), "cudaFreeHost (staging)");
     staging_bytes_ = 0;
-    check(cudaHostAlloc(&staging_, kStagingBuffers * slot_bytes, cudaHostAllocDefault),
-          "cudaHostAlloc of " + std::to_string(kStagingBuffers) + " staging buffers of " + format_bytes(slot_bytes));
+    check(cudaHostAlloc(&staging_, policy::kStagingBuffers * slot_bytes, cudaHostAllocDefault),
+          "cudaHostAlloc of " + std::to_string(policy::kStagingBuffers) + " staging buffers of " +
+              format_bytes(slot_bytes));
     staging_bytes_ = slot_bytes;
   }
   if (results_bytes_ < result_bytes) {
     if (results_) check(cudaFree(std::exchange(results_, nullptr)), "cudaFree (chunk results)");
     results_bytes_ = 0;
-    check(cudaMalloc(&results_, result_bytes), "cudaMalloc of " + std::to_string(chunks) + " chunk results");
+    check(cudaMalloc(&results_, result_bytes), "cudaMalloc of " + format_bytes(result_bytes) + " of chunk results");
     results_bytes_ = result_bytes;
   }
 }
 
-void HostStreamer::collect(Slot& slot, double& kernel_ms, double& copy_ms) {
-  check(cudaEventSynchronize(slot.reduced), "cudaEventSynchronize (chunk reduced)");
-  kernel_ms += elapsed(slot.kernel_start, slot.reduced);
-  copy_ms += elapsed(slot.copy_start, slot.copied);
-  slot.busy = false;
+unsigned char* CudaDevice::slot_memory(std::uint64_t k) const {
+  return static_cast<unsigned char*>(device_) + (k % active_slots_) * slot_bytes_;
 }
 
-Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) {
-  const DType type = source.type();
-  const u64 n = source.size();
-  const std::size_t elem = size_of(type);
-  const u64 chunk = std::min(n, chunk_elements(options, elem, kDeviceSlots));
-  const u64 chunks = ceil_div(n, chunk);
-  const DType acc = result_dtype(op, type, options.accumulator);
-  const std::size_t acc_bytes = size_of(acc);
-  const auto* memory = static_cast<const unsigned char*>(source.memory());
-  const bool direct = memory && page_locked(memory);  // copy straight from the caller's pinned memory
+void CudaDevice::begin(const ChunkPlan& plan) {
+  DeviceGuard guard(ds_.caps().device);
+  plan_ = plan;
+  const std::size_t elem = size_of(plan.type);
+  const DType acc = result_dtype(plan.op, plan.type, plan.options.accumulator);
+  direct_ = plan.resident || (plan.memory && page_locked(plan.memory));
+  const unsigned slots = plan.resident ? static_cast<unsigned>(plan.chunks) : policy::kDeviceSlots;
   // Slots start 256-byte aligned whatever the chunk's length, as cudaMalloc'd inputs do.
-  reserve((chunk * elem + 255) / 256 * 256, !direct, chunks, chunks * acc_bytes, options.device_mem_limit);
-  auto* slot_memory = static_cast<unsigned char*>(device_);
-  auto* staging = static_cast<unsigned char*>(staging_);
-  auto* results = static_cast<unsigned char*>(results_);
-  const cudaStream_t compute = ws_.stream();
-
-  // The chunk reduction (in, n and out set per chunk) and the in-order reduction of the results.
-  const Prepared p = prepare(ds_, ws_, slot_memory, chunk, type, op, options, results);
-  Prepared combine;
-  if (!p.exact && chunks > 1) {
+  reserve(slots, (plan.chunk * elem + 255) / 256 * 256, !direct_, plan.chunks * size_of(acc),
+          plan.resident ? 0 : plan.options.device_mem_limit);
+  for (auto& s : slots_) {
+    s.reducing = false;
+    s.copy_timed = true;
+  }
+  // The chunk reduction (in, n and out set per chunk) and the in-order reduction of the cells.
+  chunk_ = prepare(ds_, ws_, device_, plan.chunk, plan.type, plan.op, plan.options, results_);
+  combine_ = Prepared{};
+  if (!chunk_.exact && plan.chunks > 1) {
     RunOptions c;
-    c.accumulator = options.accumulator;  // keeps the results' type: i64 stays i64, a native i32 sum i32
-    combine = prepare(ds_, ws_, results, chunks, acc, op, c, ws_.result_slot());
+    c.accumulator = plan.options.accumulator;  // keeps the cells' type: i64 stays i64, a native i32 sum i32
+    combine_ = prepare(ds_, ws_, results_, plan.chunks, acc, plan.op, c, ws_.result_slot());
   }
-  ExactAccumulator* exact_ws = p.exact ? &ws_.exact_accumulator() : nullptr;
+  kernel_ms_ = copy_ms_ = 0;
+  launches_ = 0;
+  depth_ = 0;
+  exact_ = ExactSum();
+}
 
-  using clock = std::chrono::steady_clock;
-  StreamTimes times;
-  Result r;
-  unsigned char bytes[8] = {};
-  for (int it = 0; it < options.warmup + options.repeat; ++it) {
-    const auto t0 = clock::now();
-    double kernel_ms = 0, copy_ms = 0;
-    int launches = 0;
-    u64 depth = 0;
-    Outcome last;
-    std::string combined;  // how the chunk results were combined, after last.finish
-    ExactSum exact_sum;
-    try {
-      for (u64 k = 0; k < chunks; ++k) {
-        const u64 first = k * chunk, len = std::min(chunk, n - first);
-        Slot& slot = slots_[k % kDeviceSlots];
-        if (slot.busy) collect(slot, kernel_ms, copy_ms);  // its reduction (and so its copy) is done
-        const unsigned char* src = nullptr;
-        if (direct) {
-          src = memory + first * elem;
-        } else {
-          // The staging buffer's previous chunk must have reached the device.
-          if (k >= kStagingBuffers) {
-            const Slot& before = slots_[(k - kStagingBuffers) % kDeviceSlots];
-            if (before.busy) check(cudaEventSynchronize(before.copied), "cudaEventSynchronize (staging free)");
-          }
-          unsigned char* stage = staging + (k % kStagingBuffers) * staging_bytes_;
-          source.read(first, len, stage);
-          src = stage;
-        }
-        unsigned char* dst = slot_memory + (k % kDeviceSlots) * slot_bytes_;
-        record(slot.copy_start, copy_stream_);
-        check(cudaMemcpyAsync(dst, src, len * elem, cudaMemcpyHostToDevice, copy_stream_),
-              "cudaMemcpyAsync of chunk " + std::to_string(k) + " (" + format_bytes(len * elem) + ")");
-        record(slot.copied, copy_stream_);
-        check(cudaStreamWaitEvent(compute, slot.copied, 0), "cudaStreamWaitEvent");
-        if (p.exact && k > 0) {
-          // The state of chunk k-1 is in the workspace's host copy once its reduction is done.
-          const Slot& before = slots_[(k - 1) % kDeviceSlots];
-          check(cudaEventSynchronize(before.reduced), "cudaEventSynchronize (exact state)");
-          exact_sum.merge_raw(read_exact_state(*exact_ws, chunk));
-        }
-        record(slot.kernel_start, compute);
-        if (p.exact) {
-          launches += enqueue_exact(type, dst, len, compute, *exact_ws, options).launches;
-        } else {
-          Launch l = p.launch;
-          l.in = dst;
-          l.n = len;
-          l.out = chunks == 1 ? ws_.result_slot() : results + k * acc_bytes;
-          last = p.fn(l);
-          launches += last.launches;
-          depth = std::max(depth, last.depth);
-        }
-        record(slot.reduced, compute);
-        slot.busy = true;
-      }
-      for (auto& slot : slots_)
-        if (slot.busy) collect(slot, kernel_ms, copy_ms);
-      if (p.exact) exact_sum.merge_raw(read_exact_state(*exact_ws, n - (chunks - 1) * chunk));
-      if (combine.fn) {
-        record(slots_[0].kernel_start, compute);
-        const Outcome c = combine.fn(combine.launch);
-        record(slots_[0].reduced, compute);
-        check(cudaEventSynchronize(slots_[0].reduced), "cudaEventSynchronize (chunk results)");
-        kernel_ms += elapsed(slots_[0].kernel_start, slots_[0].reduced);
-        launches += c.launches;
-        depth += c.depth;
-        combined = std::string(" + chunk results reduced on the device in order (") + c.variant + ")";
-      }
-      if (!p.exact) {
-        check(cudaMemcpyAsync(bytes, ws_.result_slot(), acc_bytes, cudaMemcpyDeviceToHost, compute),
-              "cudaMemcpyAsync of the result");
-        check(cudaStreamSynchronize(compute), "cudaStreamSynchronize");
-      }
-    } catch (...) {
-      // Leave nothing in flight that reads the staging buffers or slots.
-      cudaStreamSynchronize(copy_stream_);
-      cudaStreamSynchronize(compute);
-      for (auto& slot : slots_) slot.busy = false;
-      throw;
-    }
-    if (it < options.warmup) continue;
-    times.total_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-    times.kernel_ms.push_back(kernel_ms);
-    times.transfer_ms.push_back(copy_ms);
-    r.launches = launches;
-    if (p.exact) {
-      r.value = type == DType::F32 ? Scalar::of(exact_sum.to_float()) : Scalar::of(exact_sum.to_double());
-      r.kernel = p.entry->info.name + ":exact";
-      r.finish = "exact: block superaccumulators, global atomics, " + std::to_string(chunks) +
-                 " chunk states merged and rounded once on the host";
-      r.rounding_depth = 1;
-    } else {
-      visit_dtype(acc, [&](auto t) {
-        decltype(t) v;
-        std::memcpy(&v, bytes, sizeof v);
-        r.value = Scalar::of(v);
-      });
-      r.kernel = last.variant;
-      r.finish = last.finish + combined;
-      r.rounding_depth = depth;
-    }
+void CudaDevice::collect(Slot& s) {
+  if (!s.reducing) return;
+  check(cudaEventSynchronize(s.reduced), "cudaEventSynchronize (chunk reduced)");
+  kernel_ms_ += elapsed(s.kernel_start, s.reduced);
+  if (!s.copy_timed) copy_ms_ += elapsed(s.copy_start, s.copied);
+  s.reducing = false;
+  s.copy_timed = true;
+}
+
+void* CudaDevice::staging(std::uint64_t k) {
+  if (direct_) return nullptr;
+  // The staging buffer's previous chunk must have reached the device.
+  if (k >= policy::kStagingBuffers) {
+    const Slot& before = slot(k - policy::kStagingBuffers);
+    if (!before.copy_timed || before.reducing)
+      check(cudaEventSynchronize(before.copied), "cudaEventSynchronize (staging free)");
   }
-  r.device = ds_.caps().name;
-  times.fill(r, n, type, chunks);
-  r.path = "stream: " + std::to_string(chunks) + " chunks of " + format_bytes(chunk * elem) + ", " +
-           std::to_string(kDeviceSlots) + " device slots, " +
-           (direct ? std::string("copied straight from page-locked memory")
-                   : std::to_string(kStagingBuffers) + " pinned staging buffers");
-  return r;
+  return static_cast<unsigned char*>(staging_) + (k % policy::kStagingBuffers) * staging_bytes_;
+}
+
+void CudaDevice::stage(std::uint64_t k, const void* host, std::uint64_t len) {
+  DeviceGuard guard(ds_.caps().device);
+  Slot& s = slot(k);
+  collect(s);  // its reduction (and so its copy) is done
+  record(s.copy_start, copy_stream_);
+  check(cudaMemcpyAsync(slot_memory(k), host, len * size_of(plan_.type), cudaMemcpyHostToDevice, copy_stream_),
+        "cudaMemcpyAsync of chunk " + std::to_string(k) + " (" + format_bytes(len * size_of(plan_.type)) + ")");
+  record(s.copied, copy_stream_);
+  s.copy_timed = false;
+}
+
+double CudaDevice::staged() {
+  DeviceGuard guard(ds_.caps().device);
+  double ms = 0;
+  for (auto& s : slots_) {
+    if (s.copy_timed) continue;
+    check(cudaEventSynchronize(s.copied), "cudaEventSynchronize (input copied)");
+    ms += elapsed(s.copy_start, s.copied);
+    s.copy_timed = true;
+  }
+  return ms;
+}
+
+void CudaDevice::reduce(std::uint64_t k, std::uint64_t len) {
+  DeviceGuard guard(ds_.caps().device);
+  Slot& s = slot(k);
+  const cudaStream_t compute = ws_.stream();
+  check(cudaStreamWaitEvent(compute, s.copied, 0), "cudaStreamWaitEvent");
+  if (chunk_.exact && k > 0) {
+    // The state of chunk k-1 is in the accumulator's host copy once its reduction is done.
+    Slot& before = slot(k - 1);
+    collect(before);
+    exact_.merge_raw(read_exact_state(ws_.exact_accumulator(), plan_.chunk));
+  }
+  record(s.kernel_start, compute);
+  if (chunk_.exact) {
+    launches_ += enqueue_exact(plan_.type, slot_memory(k), len, compute, ws_.exact_accumulator(), plan_.options).launches;
+  } else {
+    Launch l = chunk_.launch;
+    l.in = slot_memory(k);
+    l.n = len;
+    l.out = plan_.chunks == 1 ? ws_.result_slot()
+                              : static_cast<unsigned char*>(results_) + k * size_of(chunk_.result_type);
+    last_ = chunk_.fn(l);
+    launches_ += last_.launches;
+    depth_ = std::max(depth_, last_.depth);
+  }
+  record(s.reduced, compute);
+  s.reducing = true;
+}
+
+ChunkOutcome CudaDevice::finish() {
+  DeviceGuard guard(ds_.caps().device);
+  const cudaStream_t compute = ws_.stream();
+  for (auto& s : slots_) collect(s);
+  ChunkOutcome out;
+  const std::string& name = chunk_.entry->info.name;
+  if (chunk_.exact) {
+    exact_.merge_raw(read_exact_state(ws_.exact_accumulator(), plan_.n - (plan_.chunks - 1) * plan_.chunk));
+    out.exact = exact_.raw();
+    out.kernel = name + ":exact";
+    out.finish = "exact: block superaccumulators, global atomics" +
+                 (plan_.chunks > 1 ? ", " + std::to_string(plan_.chunks) + " chunk states merged" : std::string()) +
+                 ", rounded once on the host";
+  } else {
+    out.kernel = *last_.variant ? last_.variant : name;
+    out.finish = last_.finish;
+    if (combine_.fn) {
+      record(ws_.start_event(), compute);
+      const Outcome c = combine_.fn(combine_.launch);
+      record(ws_.stop_event(), compute);
+      check(cudaEventSynchronize(ws_.stop_event()), "cudaEventSynchronize (chunk results)");
+      kernel_ms_ += elapsed(ws_.start_event(), ws_.stop_event());
+      launches_ += c.launches;
+      depth_ += c.depth;
+      out.finish += std::string(" + chunk results reduced on the device in order (") + c.variant + ")";
+    }
+    unsigned char bytes[8] = {};
+    record(ws_.start_event(), compute);
+    check(cudaMemcpyAsync(bytes, ws_.result_slot(), size_of(chunk_.result_type), cudaMemcpyDeviceToHost, compute),
+          "cudaMemcpyAsync of the result");
+    record(ws_.stop_event(), compute);
+    check(cudaEventSynchronize(ws_.stop_event()), "cudaEventSynchronize (result)");
+    copy_ms_ += elapsed(ws_.start_event(), ws_.stop_event());
+    out.value = xr::detail::scalar_from_bytes(chunk_.result_type, bytes);
+  }
+  out.kernel_ms = kernel_ms_;
+  out.transfer_ms = copy_ms_;
+  out.launches = launches_;
+  out.depth = depth_;
+  kernel_ms_ = copy_ms_ = 0;
+  launches_ = 0;
+  depth_ = 0;
+  exact_ = ExactSum();
+  return out;
+}
+
+void CudaDevice::abandon() noexcept {
+  // Leave nothing in flight that reads the staging buffers or slots.
+  cudaStreamSynchronize(copy_stream_);
+  cudaStreamSynchronize(ws_.stream());
+  cudaGetLastError();
+  for (auto& s : slots_) {
+    s.reducing = false;
+    s.copy_timed = true;
+  }
+}
+
+std::string CudaDevice::describe(const ChunkPlan& plan) const {
+  if (plan.resident) return plan.chunks > 1 ? "resident: " + std::to_string(plan.chunks) + " chunks" : "resident";
+  return "stream: " + std::to_string(plan.chunks) + " chunks of " + format_bytes(plan.chunk * size_of(plan.type)) +
+         ", " + std::to_string(policy::kDeviceSlots) + " device slots, " +
+         (direct_ ? std::string("copied straight from page-locked memory")
+                  : std::to_string(policy::kStagingBuffers) + " pinned staging buffers");
 }
 
 }  // namespace xr::cuda::detail

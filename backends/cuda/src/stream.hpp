@@ -1,19 +1,20 @@
-// The CUDA host path (HostPath::Stream): a ChunkSource streamed through pinned staging buffers
-// into device slots on a copy stream, while the reducer's stream reduces the chunk before into
-// its cell of a device array of chunk results; that array is reduced last, in order.
+// The CUDA backend's side of the chunk pipeline: the checked form of one reduction (Prepared)
+// and the ChunkDevice.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
-#include <array>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "ladder.hpp"
-#include "xreduce/source.hpp"
+#include "pipeline.hpp"
+#include "xreduce/exact.hpp"
 
 namespace xr::cuda::detail {
 
-// Everything one reduction needs, checked (backend.cpp).
+// Everything one reduction needs, checked (reducer.cpp).
 struct Prepared {
   const RungEntry* entry = nullptr;
   RunFn fn = nullptr;
@@ -21,51 +22,67 @@ struct Prepared {
   Op op = Op::Sum;
   DType type = DType::F32;
   DType result_type = DType::I64;
-  bool exact = false;  // an f32/f64 sum in exact mode: cu_exact instead of fn
+  bool exact = false;  // an f32/f64 sum in exact mode: the exact kernel (exact.cu) instead of fn
 };
 Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType type, Op op, const RunOptions& opt,
                  void* out);
 
-// Chunks in flight. Measured on an H100 host (bench/RESULTS.md, "Host path: chunk size and
-// depth"): pinned copies reach 52-54 GB/s from 4 MiB chunks up, so 64 MiB chunks cost nothing
-// in link rate and make the last, unhidden kernel ~25 us; 2 staging buffers filled by 8
-// threads beat 3 or 4 (15.1 vs 13.5 GB/s: more buffers only add cache and TLB misses); 3 device
-// slots let a copy start while the slot before it is still being reduced.
-constexpr unsigned kDeviceSlots = 3;
-constexpr unsigned kStagingBuffers = 2;
-
-// Memory and events of one reducer's host path, kept between calls (grown on demand, and
-// shrunk when a smaller device_mem_limit asks for it). The current device must be the
-// reducer's during every call.
-class HostStreamer {
+// The CUDA device of the chunk pipeline (core/src/pipeline.hpp). Streamed chunks go through
+// pinned staging buffers (or straight from page-locked memory) into device slots on a copy
+// stream, while the reducer's stream reduces the chunk before into its cell of a device array
+// of chunk results; that array is reduced last, in order. A resident input is copied once into
+// slots of its own. Memory and events are kept between calls (grown on demand, shrunk when a
+// smaller device_mem_limit asks for it).
+class CudaDevice final : public xr::detail::ChunkDevice {
  public:
-  HostStreamer(DeviceState& ds, Workspace& ws);
-  ~HostStreamer();
-  HostStreamer(const HostStreamer&) = delete;
-  HostStreamer& operator=(const HostStreamer&) = delete;
+  CudaDevice(DeviceState& ds, Workspace& ws);
+  ~CudaDevice() override;
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
 
-  // Fills every Result field but backend/n/op/type. source.size() > 0.
-  Result run(ChunkSource& source, Op op, const RunOptions& options);
+  xr::detail::ChunkPolicy policy(DType type) const override;
+  void begin(const xr::detail::ChunkPlan& plan) override;
+  void* staging(std::uint64_t k) override;
+  void stage(std::uint64_t k, const void* host, std::uint64_t len) override;
+  double staged() override;
+  void reduce(std::uint64_t k, std::uint64_t len) override;
+  xr::detail::ChunkOutcome finish() override;
+  void abandon() noexcept override;
+  std::string describe(const xr::detail::ChunkPlan& plan) const override;
 
  private:
   struct Slot {
     cudaEvent_t copy_start = nullptr, copied = nullptr, kernel_start = nullptr, reduced = nullptr;
-    bool busy = false;  // events recorded and not yet collected
+    bool reducing = false;     // a reduction recorded and not yet collected
+    bool copy_timed = true;    // the copy's time was counted (or there was none)
   };
-  void reserve(std::size_t slot_bytes, bool staging, u64 chunks, std::size_t result_bytes, u64 limit);
-  void collect(Slot& slot, double& kernel_ms, double& copy_ms);
-  void release();
+  Slot& slot(std::uint64_t k) { return slots_[k % active_slots_]; }
+  unsigned char* slot_memory(std::uint64_t k) const;
+  void reserve(unsigned slots, std::size_t slot_bytes, bool staging, std::size_t result_bytes, std::uint64_t limit);
+  void collect(Slot& slot);
+  void release() noexcept;
 
   DeviceState& ds_;
   Workspace& ws_;
   cudaStream_t copy_stream_ = nullptr;
-  std::array<Slot, kDeviceSlots> slots_{};
-  void* device_ = nullptr;  // kDeviceSlots x slot_bytes_
-  std::size_t slot_bytes_ = 0;
+  std::vector<Slot> slots_;      // events of every slot ever used
+  std::size_t active_slots_ = 1;  // the slots of the plan in progress
+  void* device_ = nullptr;        // slot_capacity_ x slot_bytes_
+  std::size_t slot_capacity_ = 0, slot_bytes_ = 0;
   void* staging_ = nullptr;  // kStagingBuffers x staging_bytes_, page-locked
   std::size_t staging_bytes_ = 0;
   void* results_ = nullptr;  // one cell per chunk
   std::size_t results_bytes_ = 0;
+
+  // The plan of the reduction in progress, and what its pass has done so far.
+  xr::detail::ChunkPlan plan_;
+  bool direct_ = false;  // chunks copied straight from plan_.memory (page-locked, or resident)
+  Prepared chunk_, combine_;
+  double kernel_ms_ = 0, copy_ms_ = 0;
+  int launches_ = 0;
+  std::uint64_t depth_ = 0;
+  Outcome last_;
+  ExactSum exact_;
 };
 
 }  // namespace xr::cuda::detail

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "internal.hpp"
+#include "policy.hpp"
 #include "xreduce/error.hpp"
 
 namespace xr::opencl::detail {
@@ -16,7 +17,6 @@ namespace xr::opencl::detail {
 namespace {
 
 constexpr int kRows = ExactSum::kLimbs + 1;  // 68 limbs, then the flags
-constexpr std::size_t kDefaultExactWorkGroup = 256;
 constexpr std::uint64_t kPerItemTile = 8;    // elements a work-item reads per tile
 
 std::atomic<int> g_force_atomics{-1};
@@ -73,31 +73,26 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
 
   // Work-group size: any the kernel allows (its local memory is static).
   const std::size_t limit = kernel_limit(main, caps, 0);
-  const std::size_t local = choose_work_group(opt.block_size, limit, kDefaultExactWorkGroup, caps, "the exact kernel");
+  const std::size_t local = choose_work_group(opt.block_size, limit, policy::kExactWorkGroup, caps, "the exact kernel");
   // Grid: the rung's grid-stride grid or the one asked for, never more groups than tiles.
   const std::uint64_t tiles = ceil_div(rq.n, std::uint64_t{local} * kPerItemTile);
-  // GPUs: twice the work-items a device can hold at once, so that the last wave is short even
-  // where registers allow fewer resident work-groups (OpenCL has no occupancy query).
-  const std::uint64_t default_groups = fixed_grid(caps, local) * (caps.is_gpu() ? 2 : 1);
+  const std::uint64_t default_groups = fixed_grid(caps, local) * (caps.is_gpu() ? policy::kExactGpuGridFactor : 1);
   std::uint64_t groups = opt.grid_size ? opt.grid_size : default_groups;
   groups = std::clamp<std::uint64_t>(groups, 1, std::min(tiles, kExactMaxGroups));
   // Launches: each work-group reads at most kExactMaxPerGroup elements per launch.
   const std::uint64_t per_group = g_per_group.load() ? std::min(g_per_group.load(), kExactMaxPerGroup) : kExactMaxPerGroup;
   const std::uint64_t segment = groups * ((per_group + 7) / 8 * 8);
   const std::uint64_t segments = ceil_div(rq.n, segment);
-  const std::size_t local2 = floor_pow2(std::min<std::size_t>(256, kernel_limit(merge, caps, sizeof(cl_long))));
+  const std::size_t local2 =
+      floor_pow2(std::min(policy::kExactMergeWorkGroup, kernel_limit(merge, caps, sizeof(cl_long))));
   const bool merged = groups > 1;
 
-  MemGuard part, out;
-  cl_int rc = CL_SUCCESS;
-  const std::uint64_t part_bytes = std::uint64_t{kRows} * groups * sizeof(cl_long);
-  part.mem = clCreateBuffer(context, CL_MEM_READ_WRITE, part_bytes, nullptr, &rc);
-  check(rc, "clCreateBuffer", format_bytes(part_bytes) + " of exact-sum columns");
-  if (merged) {
-    out.mem = clCreateBuffer(context, CL_MEM_READ_WRITE, kRows * sizeof(cl_long), nullptr, &rc);
-    check(rc, "clCreateBuffer", "exact-sum state");
-  }
-  const cl_mem result_mem = merged ? out.mem : part.mem;  // one column is already [69][1]
+  const Mem part = create_buffer(context, CL_MEM_READ_WRITE, std::uint64_t{kRows} * groups * sizeof(cl_long),
+                                 "of exact-sum columns");
+  const Mem out =
+      merged ? create_buffer(context, CL_MEM_READ_WRITE, kRows * sizeof(cl_long), "exact-sum state") : Mem();
+  const cl_mem part_mem = part.get(), out_mem = out.get();
+  const cl_mem result_mem = merged ? out_mem : part_mem;  // one column is already [69][1]
 
   std::vector<double> kernel_ms, read_ms;
   std::vector<cl_long> host(kRows, 0);
@@ -115,7 +110,7 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
       check(clSetKernelArg(main.kernel, 0, sizeof in, &in), "clSetKernelArg", "in");
       check(clSetKernelArg(main.kernel, 1, sizeof offset, &offset), "clSetKernelArg", "offset");
       check(clSetKernelArg(main.kernel, 2, sizeof n, &n), "clSetKernelArg", "n");
-      check(clSetKernelArg(main.kernel, 3, sizeof part.mem, &part.mem), "clSetKernelArg", "part");
+      check(clSetKernelArg(main.kernel, 3, sizeof part_mem, &part_mem), "clSetKernelArg", "part");
       check(clSetKernelArg(main.kernel, 4, sizeof accumulate, &accumulate), "clSetKernelArg", "accumulate");
       cl_event e = nullptr;
       check(clEnqueueNDRangeKernel(rq.queue, main.kernel, 1, nullptr, &global, &local, ev.wait_count(), ev.wait_list(), &e),
@@ -126,9 +121,9 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
       const cl_uint g = static_cast<cl_uint>(groups);
       const std::size_t global = kRows * local2;
       std::lock_guard lock(merge.mutex);
-      check(clSetKernelArg(merge.kernel, 0, sizeof part.mem, &part.mem), "clSetKernelArg", "part");
+      check(clSetKernelArg(merge.kernel, 0, sizeof part_mem, &part_mem), "clSetKernelArg", "part");
       check(clSetKernelArg(merge.kernel, 1, sizeof g, &g), "clSetKernelArg", "G");
-      check(clSetKernelArg(merge.kernel, 2, sizeof out.mem, &out.mem), "clSetKernelArg", "out");
+      check(clSetKernelArg(merge.kernel, 2, sizeof out_mem, &out_mem), "clSetKernelArg", "out");
       check(clSetKernelArg(merge.kernel, 3, local2 * sizeof(cl_long), nullptr), "clSetKernelArg", "local scratch");
       cl_event e = nullptr;
       check(clEnqueueNDRangeKernel(rq.queue, merge.kernel, 1, nullptr, &global, &local2, ev.wait_count(), ev.wait_list(), &e),

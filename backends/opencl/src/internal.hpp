@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "xreduce/exact.hpp"
@@ -116,26 +117,60 @@ std::vector<std::string> all_program_options(const DeviceCaps& caps);
 
 constexpr const char* kSource = "reduce.cl";
 constexpr const char* kKernel = "xr_reduce";
-constexpr unsigned kRuntimeCoarseningDefault = 16;
 
 // ---- reduction ------------------------------------------------------------------------------
+
+// One owner of an OpenCL object (a buffer, an event, a queue), which releases it at scope exit;
+// moved, never copied.
+template <class T, cl_int(CL_API_CALL* Release)(T)>
+class ClHandle {
+ public:
+  ClHandle() = default;
+  explicit ClHandle(T object) : object_(object) {}
+  ClHandle(const ClHandle&) = delete;
+  ClHandle& operator=(const ClHandle&) = delete;
+  ClHandle(ClHandle&& o) noexcept : object_(std::exchange(o.object_, nullptr)) {}
+  ClHandle& operator=(ClHandle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      object_ = std::exchange(o.object_, nullptr);
+    }
+    return *this;
+  }
+  ~ClHandle() { reset(); }
+  T get() const { return object_; }
+  // Where an OpenCL call that creates the object writes it (the one held before is released).
+  T* out() {
+    reset();
+    return &object_;
+  }
+  explicit operator bool() const { return object_ != nullptr; }
+  void reset() noexcept {
+    if (object_) Release(std::exchange(object_, nullptr));
+  }
+
+ private:
+  T object_ = nullptr;
+};
+using Mem = ClHandle<cl_mem, clReleaseMemObject>;
+using Event = ClHandle<cl_event, clReleaseEvent>;
+using Queue = ClHandle<cl_command_queue, clReleaseCommandQueue>;
+
+// A new buffer of `bytes`; DeviceError naming `what` when the device refuses it.
+Mem create_buffer(cl_context context, cl_mem_flags flags, std::size_t bytes, const std::string& what);
 
 enum class FinishPolicy { Auto, SecondPass };  // SecondPass: ignore atomics (tests, comparisons)
 
 // Device buffers one reduction works in: partials ping-pong between two, the atomic finish
-// adds into `cell`. Kept by a caller that reduces many times on one in-order queue (the host
-// streamer), so that no reduction creates or releases a buffer while commands are queued:
-// NVIDIA's OpenCL waits in clReleaseMemObject for the commands that use the buffer.
+// adds into `cell`. Kept by a caller that reduces many times on one in-order queue (the chunk
+// device, stream.hpp), so that no reduction creates or releases a buffer while commands are
+// queued: NVIDIA's OpenCL waits in clReleaseMemObject for the commands that use the buffer
+// (23-30 ms of a 35-54 ms GiB streamed on an H100 host).
 struct ScratchBuffers {
-  cl_mem partials[2] = {};
+  Mem partials[2];
   std::size_t partial_bytes[2] = {};
-  cl_mem cell = nullptr;
+  Mem cell;
   std::size_t cell_bytes = 0;
-  ScratchBuffers() = default;
-  ScratchBuffers(const ScratchBuffers&) = delete;
-  ScratchBuffers& operator=(const ScratchBuffers&) = delete;
-  ~ScratchBuffers() { release(); }
-  void release() noexcept;
   // Buffer `which` (0, 1: partials; 2: the cell) of at least `bytes`, replaced when smaller.
   cl_mem get(cl_context context, int which, std::size_t bytes);
 };
@@ -149,7 +184,7 @@ struct Request {
   Op op = Op::Sum;
   RunOptions options;
   FinishPolicy finish = FinishPolicy::Auto;
-  // Streamed chunks (host_stream.cpp): when `sink` is set, one reduction (no warmup, no repeat)
+  // Chunks of host data (stream.hpp): when `sink` is set, one reduction (no warmup, no repeat)
   // copies its result into cell `sink_cell` of `sink` instead of reading it back; the call
   // returns at once, without the value or times, and hands its events (kernels, then the
   // copy) to *events, which must be given.
@@ -179,22 +214,21 @@ struct EventChain {
   EventChain() = default;
   EventChain(const EventChain&) = delete;
   EventChain& operator=(const EventChain&) = delete;
-  ~EventChain() {
+  EventChain(EventChain&& o) noexcept : events(std::exchange(o.events, {})) {}
+  EventChain& operator=(EventChain&& o) noexcept {
+    if (this != &o) {
+      clear();
+      events = std::exchange(o.events, {});
+    }
+    return *this;
+  }
+  ~EventChain() { clear(); }
+  void clear() noexcept {
     for (cl_event e : events) clReleaseEvent(e);
+    events.clear();
   }
   cl_uint wait_count() const { return events.empty() ? 0 : 1; }
   const cl_event* wait_list() const { return events.empty() ? nullptr : &events.back(); }
-};
-
-// A buffer released at scope exit.
-struct MemGuard {
-  cl_mem mem = nullptr;
-  MemGuard() = default;
-  MemGuard(const MemGuard&) = delete;
-  MemGuard& operator=(const MemGuard&) = delete;
-  ~MemGuard() {
-    if (mem) clReleaseMemObject(mem);
-  }
 };
 
 std::size_t floor_pow2(std::size_t x);  // the largest power of two <= x (1 for 0)
@@ -242,53 +276,11 @@ void set_exact_variant_for_testing(int atomics, int f32_int);
 Result exact_on_queue(const Request& request, const Rung& rung, const DeviceCaps& caps, cl_context context,
                       cl_device_id device, bool profiling, ExactSum::Raw* raw);
 
-// ---- the streamed host path (host_stream.cpp) ------------------------------------------------
+// ---- host data (stream.hpp) ------------------------------------------------------------------
 
-// Chunks in flight: 3 device slots as on CUDA (backends/cuda/host_stream.hpp cites the
-// measurements) and 3 page-locked staging buffers (CL_MEM_ALLOC_HOST_PTR, mapped once), so
-// that the reading thread waits for the copy of the chunk before last, not the last one.
-constexpr unsigned kDeviceSlots = 3;
-constexpr unsigned kStagingBuffers = 3;
-static_assert(kStagingBuffers <= kDeviceSlots, "a staging buffer's copy event lives in a slot");
-
-// A ChunkSource streamed to one device: chunks are read on a second thread into the staging
-// buffers, then written to device slots and reduced into cells of a buffer of chunk results
-// on the reducer's in-order queue; the results are reduced last (auto), in order. Exact mode
-// merges the chunk states on the host. Buffers are kept between calls.
-class HostStreamer {
- public:
-  HostStreamer(const DeviceCaps& caps, cl_context context, cl_command_queue queue);
-  ~HostStreamer();
-  HostStreamer(const HostStreamer&) = delete;
-  HostStreamer& operator=(const HostStreamer&) = delete;
-  // Fills every Result field. source.size() > 0.
-  Result run(ChunkSource& source, Op op, const RunOptions& options);
-
- private:
-  struct Slot {
-    cl_event written = nullptr;         // the copy into the slot
-    std::vector<cl_event> reduction;    // its reduction's commands, the copy of the result last
-  };
-  void reserve(std::size_t slot_bytes, std::size_t result_bytes, std::uint64_t limit);
-  void collect(Slot& slot, double& kernel_ms, double& copy_ms);  // waits, adds times, releases
-  void drain() noexcept;  // finishes the queue and releases every slot's events, errors ignored
-  void release_buffers();
-
-  const DeviceCaps& caps_;
-  cl_context context_;
-  cl_command_queue queue_;  // the reducer's (profiling, in order)
-  Slot slots_[kDeviceSlots];
-  cl_mem device_[kDeviceSlots] = {};
-  std::size_t slot_bytes_ = 0;
-  cl_mem staging_[kStagingBuffers] = {};
-  void* staged_[kStagingBuffers] = {};  // their mapped host pointers
-  cl_mem results_ = nullptr;
-  std::size_t results_bytes_ = 0;
-  ScratchBuffers scratch_;  // the chunk reductions' partials and cell
-};
-
-// The host path splits inputs larger than this many elements into chunks (default: what
-// CL_DEVICE_MAX_MEM_ALLOC_SIZE allows). 0 restores the default. For tests.
+// Host data goes to the device in chunks of at most this many elements (default: what
+// CL_DEVICE_MAX_MEM_ALLOC_SIZE allows, and for streamed inputs policy::kChunkBytes). 0 restores
+// the default. For tests.
 void set_chunk_limit_for_testing(std::uint64_t elements);
 std::uint64_t chunk_limit_for_testing();
 

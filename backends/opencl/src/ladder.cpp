@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "internal.hpp"
+#include "policy.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
 
@@ -22,16 +23,18 @@ namespace xr::opencl::detail {
 
 namespace {
 std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
-  std::vector<DType> types{DType::I32, DType::I64, DType::F32};
-  if (caps.fp64) types.push_back(DType::F64);
+  std::vector<DType> types;
+  for (DType t : all_dtypes)
+    if (caps.fp64 || t != DType::F64) types.push_back(t);
   const std::vector<Op> ops(all_ops.begin(), all_ops.end());
   const std::string no64 = caps.fp64 ? "" : " [no f64: device lacks cl_khr_fp64]";
-  const unsigned cascade_k = caps.is_gpu() ? 8 : 32;
+  const unsigned cascade_k = caps.is_gpu() ? policy::kCascadeKGpu : policy::kCascadeKCpu;
   auto rung = [&](std::string name, std::string note, Tree tree, unsigned k, bool fixed,
                   KernelKind kind = KernelKind::Rung) {
     Rung r;
     r.contiguous_on_cpu = fixed;
-    r.info = KernelInfo{std::move(name), std::move(note) + no64, kind, ops, types};
+    r.info = KernelInfo{std::move(name), std::move(note) + no64, kind, ops, types, false,
+                        BlockRule{1, static_cast<unsigned>(caps.max_work_group), 1, {}, 0}};
     r.tree = tree;
     r.k = k;
     r.fixed_grid = fixed;
@@ -59,12 +62,14 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
            "more registers, a ragged last tile on small n",
            Tree::Sequential, 8, false),
       rung("coarse",
-           "run-time factor (RunOptions::coarsening, default 16): tunable without a rebuild; "
+           "run-time factor (RunOptions::coarsening, default " + std::to_string(policy::kRuntimeCoarsening) +
+               "): tunable without a rebuild; "
            "the per-item loop is not unrolled",
            Tree::Sequential, 0, false),
       rung("cascade",
            "grid-stride loop with a fixed grid sized to the compute units (Brent), K independent accumulators "
-           "(K = 8 coalesced on GPUs, 32 neighbours on CPUs): few partials; longer chains per work-item",
+           "(K = " + std::to_string(policy::kCascadeKGpu) + " coalesced on GPUs, " +
+               std::to_string(policy::kCascadeKCpu) + " neighbours on CPUs): few partials; longer chains per work-item",
            Tree::Sequential, cascade_k, true),
       rung("auto", "picks cascade with this device's grid, work-group size and K; not tuned per n", Tree::Sequential,
            cascade_k, true, KernelKind::Auto),
@@ -155,7 +160,8 @@ std::vector<std::string> all_program_options(const DeviceCaps& caps) {
 
 // Groups of a fixed (grid-stride) grid: enough work-items to fill every compute unit.
 std::uint64_t fixed_grid(const DeviceCaps& caps, std::size_t local) {
-  const std::uint64_t per_cu = caps.is_gpu() ? std::max<std::uint64_t>(1, 2048 / local) : 4;
+  const std::uint64_t per_cu = caps.is_gpu() ? std::max<std::uint64_t>(1, policy::kGpuWorkItemsPerComputeUnit / local)
+                                             : policy::kCpuGroupsPerComputeUnit;
   return caps.compute_units * per_cu;
 }
 
@@ -213,7 +219,6 @@ unsigned ceil_log2(std::uint64_t x) {
   return d;
 }
 
-constexpr std::size_t kDefaultWorkGroup = 256;
 constexpr unsigned kMaxCoarsening = 1u << 16;
 
 struct Pass {
@@ -261,24 +266,22 @@ const char* finish_name(Finish f) {
 
 }  // namespace
 
-void ScratchBuffers::release() noexcept {
-  for (auto& m : partials)
-    if (m) clReleaseMemObject(std::exchange(m, nullptr));
-  if (cell) clReleaseMemObject(std::exchange(cell, nullptr));
-  partial_bytes[0] = partial_bytes[1] = cell_bytes = 0;
+Mem create_buffer(cl_context context, cl_mem_flags flags, std::size_t bytes, const std::string& what) {
+  cl_int rc = CL_SUCCESS;
+  Mem m(clCreateBuffer(context, flags, bytes, nullptr, &rc));
+  check(rc, "clCreateBuffer", format_bytes(bytes) + " " + what);
+  return m;
 }
 
 cl_mem ScratchBuffers::get(cl_context context, int which, std::size_t bytes) {
-  cl_mem& m = which == 2 ? cell : partials[which];
+  Mem& m = which == 2 ? cell : partials[which];
   std::size_t& have = which == 2 ? cell_bytes : partial_bytes[which];
-  if (m && have >= bytes) return m;
-  if (m) clReleaseMemObject(std::exchange(m, nullptr));
+  if (m && have >= bytes) return m.get();
+  m.reset();
   have = 0;
-  cl_int rc = CL_SUCCESS;
-  m = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, nullptr, &rc);
-  check(rc, "clCreateBuffer", format_bytes(bytes) + (which == 2 ? " result cell" : " of partials"));
+  m = create_buffer(context, CL_MEM_READ_WRITE, bytes, which == 2 ? "result cell" : "of partials");
   have = bytes;
-  return m;
+  return m.get();
 }
 
 // ---- the reduction --------------------------------------------------------------------------
@@ -351,14 +354,14 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   if (exact) return exact_on_queue(rq, rung, caps, context, device, profiling, exact_raw);
 
   // Plan: work-group size, coarsening, grid, passes.
-  const unsigned k = rung.k ? rung.k : (opt.coarsening ? opt.coarsening : kRuntimeCoarseningDefault);
+  const unsigned k = rung.k ? rung.k : (opt.coarsening ? opt.coarsening : policy::kRuntimeCoarsening);
   if (k > kMaxCoarsening)
     throw InvalidArgument("opencl: coarsening " + std::to_string(k) + " exceeds " + std::to_string(kMaxCoarsening));
   const Finish finish = rq.finish == FinishPolicy::Auto ? atomic_finish(caps, rq.op, acc) : Finish::Partials;
   CachedKernel& first = cached_kernel(context, device, kSource,
                                       program_options(rq.type, acc, rq.op, rung.k, rung.tree, finish, rung.contiguous(caps)), kKernel);
   const std::size_t limit = work_group_limit(first, caps, acc_bytes);
-  const std::size_t local = choose_work_group(opt.block_size, limit, kDefaultWorkGroup, caps, "this kernel");
+  const std::size_t local = choose_work_group(opt.block_size, limit, policy::kWorkGroup, caps, "this kernel");
 
   // Roundings inside one work-item that reads `tiles_each` tiles: K accumulators of one
   // element per tile, then K - 1 combines (compile-time K); one accumulator (run-time K).

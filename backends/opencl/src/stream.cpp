@@ -1,241 +1,279 @@
-// The OpenCL host path (HostPath::Stream): see HostStreamer in ocl_internal.hpp.
+// The OpenCL device of the chunk pipeline: see QueueDevice in stream.hpp.
+//
+// Copies and reductions share the reducer's one in-order queue: a reduction follows its copy
+// with no event between queues (NVIDIA's OpenCL ran the two-queue form, each reduction waiting
+// on the copy queue's event, at 61-75% of the host's fill rate on an H100 host). Every enqueue
+// is flushed at once, so that the device starts it while the host reads the next chunk.
+#include "stream.hpp"
+
 #include <algorithm>
-#include <chrono>
-#include <cstring>
+#include <atomic>
 #include <string>
 #include <utility>
-#include <vector>
 
-#include "internal.hpp"
+#include "policy.hpp"
 #include "xreduce/error.hpp"
-#include "xreduce/source.hpp"
+#include "xreduce/semantics.hpp"
 
 namespace xr::opencl::detail {
 namespace {
 
-cl_mem create_buffer(cl_context context, cl_mem_flags flags, std::size_t bytes, const std::string& what) {
-  cl_int rc = CL_SUCCESS;
-  cl_mem m = clCreateBuffer(context, flags, bytes, nullptr, &rc);
-  check(rc, "clCreateBuffer", format_bytes(bytes) + " " + what);
-  return m;
+using xr::detail::ChunkOutcome;
+using xr::detail::ChunkPlan;
+using xr::detail::ChunkPolicy;
+
+std::atomic<std::uint64_t> g_chunk_limit{0};
+
+// A buffer kept from an earlier reduction serves one that needs `need` bytes unless it is
+// smaller, or larger than both `need` and the default chunk (what a large resident input left).
+bool serves(std::size_t have, std::size_t need) {
+  return have >= need && have <= std::max<std::size_t>(need, policy::kChunkBytes);
 }
 
-void wait_for(cl_event e, const char* what) {
-  if (e) check(clWaitForEvents(1, &e), "clWaitForEvents", what);
+void wait_for(const Event& e, const char* what) {
+  const cl_event event = e.get();
+  if (event) check(clWaitForEvents(1, &event), "clWaitForEvents", what);
 }
 
 }  // namespace
 
-HostStreamer::HostStreamer(const DeviceCaps& caps, cl_context context, cl_command_queue queue)
+void set_chunk_limit_for_testing(std::uint64_t elements) { g_chunk_limit = elements; }
+std::uint64_t chunk_limit_for_testing() { return g_chunk_limit.load(); }
+
+// ---- staging buffers ------------------------------------------------------------------------
+
+QueueDevice::StagingBuffer::StagingBuffer(cl_context context, cl_command_queue queue, std::size_t bytes)
+    : memory_(create_buffer(context, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, bytes, "staging buffer")),
+      queue_(queue) {
+  cl_int rc = CL_SUCCESS;
+  host_ = clEnqueueMapBuffer(queue_, memory_.get(), CL_TRUE, CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &rc);
+  check(rc, "clEnqueueMapBuffer", "staging buffer");
+}
+
+QueueDevice::StagingBuffer::StagingBuffer(StagingBuffer&& o) noexcept
+    : memory_(std::move(o.memory_)), queue_(o.queue_), host_(std::exchange(o.host_, nullptr)) {}
+
+QueueDevice::StagingBuffer::~StagingBuffer() {
+  if (!host_) return;
+  Event unmapped;
+  if (clEnqueueUnmapMemObject(queue_, memory_.get(), host_, 0, nullptr, unmapped.out()) == CL_SUCCESS) {
+    const cl_event e = unmapped.get();
+    clWaitForEvents(1, &e);
+  }
+}
+
+// ---- the device -----------------------------------------------------------------------------
+
+QueueDevice::QueueDevice(const DeviceCaps& caps, cl_context context, cl_command_queue queue)
     : caps_(caps), context_(context), queue_(queue) {}
 
-HostStreamer::~HostStreamer() {
-  drain();
-  release_buffers();
+QueueDevice::~QueueDevice() { abandon(); }
+
+ChunkPolicy QueueDevice::policy(DType type) const {
+  ChunkPolicy p;
+  p.slots = policy::kDeviceSlots;
+  p.chunk_bytes = policy::kChunkBytes;
+  // A chunk is one buffer: at most CL_DEVICE_MAX_MEM_ALLOC_SIZE.
+  p.max_chunk_bytes = caps_.max_alloc;
+  if (const std::uint64_t limit = g_chunk_limit.load()) {
+    const std::uint64_t bytes = limit * size_of(type);
+    p.max_chunk_bytes = p.max_chunk_bytes ? std::min(p.max_chunk_bytes, bytes) : bytes;
+  }
+  return p;
 }
 
-void HostStreamer::drain() noexcept {
-  clFinish(queue_);
-  double ignore_kernel = 0, ignore_copy = 0;
-  for (auto& s : slots_) {
-    try {
-      collect(s, ignore_kernel, ignore_copy);
-    } catch (...) {
-    }
+void QueueDevice::reserve_slots(std::size_t count, std::size_t bytes, std::uint64_t limit) {
+  // Between reductions nothing is in flight (finish() and abandon() collect every slot), so
+  // buffers may be replaced.
+  const bool keep = serves(slot_bytes_, bytes) && (slots_.size() >= count || slot_bytes_ == bytes) &&
+                    !(limit && count * slot_bytes_ > limit);
+  if (!keep) {
+    slots_.clear();
+    slot_bytes_ = bytes;
   }
+  if (slots_.size() > count) slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(count), slots_.end());
+  while (slots_.size() < count)
+    slots_.push_back(Slot{create_buffer(context_, CL_MEM_READ_ONLY, slot_bytes_, "chunk slot"), Event(), EventChain()});
 }
 
-void HostStreamer::release_buffers() {
-  for (unsigned i = 0; i < kStagingBuffers; ++i) {
-    if (staged_[i]) {
-      cl_event e = nullptr;
-      if (clEnqueueUnmapMemObject(queue_, staging_[i], staged_[i], 0, nullptr, &e) == CL_SUCCESS) {
-        clWaitForEvents(1, &e);
-        clReleaseEvent(e);
-      }
-      staged_[i] = nullptr;
-    }
-    if (staging_[i]) clReleaseMemObject(std::exchange(staging_[i], nullptr));
+void QueueDevice::reserve_staging(std::size_t bytes) {
+  if (!serves(staging_bytes_, bytes)) {
+    staging_.clear();
+    staging_bytes_ = bytes;
   }
-  for (auto& d : device_)
-    if (d) clReleaseMemObject(std::exchange(d, nullptr));
-  slot_bytes_ = 0;
+  while (staging_.size() < policy::kStagingBuffers) staging_.emplace_back(context_, queue_, staging_bytes_);
 }
 
-void HostStreamer::reserve(std::size_t slot_bytes, std::size_t result_bytes, std::uint64_t limit) {
-  // Between calls nothing is in flight (run() ends with every slot collected).
-  if (slot_bytes_ < slot_bytes || (limit && kDeviceSlots * slot_bytes_ > limit)) {
-    release_buffers();
-    for (auto& d : device_) d = create_buffer(context_, CL_MEM_READ_ONLY, slot_bytes, "chunk slot");
-    for (unsigned i = 0; i < kStagingBuffers; ++i) {
-      staging_[i] = create_buffer(context_, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, slot_bytes, "staging buffer");
-      cl_int rc = CL_SUCCESS;
-      staged_[i] = clEnqueueMapBuffer(queue_, staging_[i], CL_TRUE, CL_MAP_WRITE, 0, slot_bytes, 0, nullptr, nullptr, &rc);
-      check(rc, "clEnqueueMapBuffer", "staging buffer");
-    }
-    slot_bytes_ = slot_bytes;
-  }
-  if (results_bytes_ < result_bytes) {
-    if (results_) clReleaseMemObject(std::exchange(results_, nullptr));
-    results_bytes_ = 0;
-    results_ = create_buffer(context_, CL_MEM_READ_WRITE, result_bytes, "of chunk results");
-    results_bytes_ = result_bytes;
-  }
+void QueueDevice::reserve_results(std::size_t bytes) {
+  if (results_bytes_ >= bytes) return;
+  results_.reset();
+  results_bytes_ = 0;
+  results_ = create_buffer(context_, CL_MEM_READ_WRITE, bytes, "of chunk results");
+  results_bytes_ = bytes;
 }
 
-void HostStreamer::collect(Slot& slot, double& kernel_ms, double& copy_ms) {
+void QueueDevice::begin(const ChunkPlan& plan) {
+  if (plan.type == DType::F64 && !caps_.fp64)
+    throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps_.name + " does not offer");
+  plan_ = plan;
+  cell_type_ = result_dtype(plan.op, plan.type, plan.options.accumulator);
+  const std::size_t chunk_bytes = plan.chunk * size_of(plan.type);
+  // A resident input keeps a slot per chunk (core checked its size against device_mem_limit).
+  if (plan.resident) {
+    reserve_slots(plan.chunks, chunk_bytes, 0);
+  } else {
+    reserve_slots(policy::kDeviceSlots, chunk_bytes, plan.options.device_mem_limit);
+    reserve_staging(chunk_bytes);
+  }
+  if (!plan.exact) reserve_results(plan.chunks * size_of(cell_type_));
+
+  chunk_ = Request{};
+  chunk_.queue = queue_;
+  chunk_.type = plan.type;
+  chunk_.op = plan.op;
+  chunk_.options = plan.options;
+  chunk_.options.warmup = 0;
+  chunk_.options.repeat = 1;
+  if (!plan.exact) {
+    chunk_.sink = results_.get();
+    chunk_.scratch = &scratch_;  // the queue is in order: one chunk's reduction ends before the next begins
+  }
+  start_pass();
+}
+
+void QueueDevice::start_pass() {
+  kernel_ms_ = copy_ms_ = 0;
+  launches_ = 0;
+  depth_ = 0;
+  exact_ = ExactSum();
+}
+
+void QueueDevice::collect(Slot& s) {
   // Every event is waited on before its profile is read (see record_times).
-  if (!slot.reduction.empty()) {
-    check(clWaitForEvents(static_cast<cl_uint>(slot.reduction.size()), slot.reduction.data()), "clWaitForEvents",
+  std::vector<cl_event>& reduction = s.reduction.events;
+  if (!reduction.empty()) {
+    check(clWaitForEvents(static_cast<cl_uint>(reduction.size()), reduction.data()), "clWaitForEvents",
           "chunk reduction");
-    for (std::size_t i = 0; i + 1 < slot.reduction.size(); ++i) kernel_ms += event_ms(slot.reduction[i]);
+    for (std::size_t i = 0; i + 1 < reduction.size(); ++i) kernel_ms_ += event_ms(reduction[i]);
+    s.reduction.clear();
   }
-  if (slot.written) {
-    check(clWaitForEvents(1, &slot.written), "clWaitForEvents", "chunk copy");
-    copy_ms += event_ms(slot.written);
+  if (s.written) {
+    wait_for(s.written, "chunk copy");
+    copy_ms_ += event_ms(s.written.get());
+    s.written.reset();
   }
-  for (cl_event e : slot.reduction) clReleaseEvent(e);
-  slot.reduction.clear();
-  if (slot.written) clReleaseEvent(std::exchange(slot.written, nullptr));
 }
 
-Result HostStreamer::run(ChunkSource& source, Op op, const RunOptions& options) {
-  const DType type = source.type();
-  const std::uint64_t n = source.size();
-  const std::size_t elem = size_of(type);
-  std::uint64_t chunk = std::min(n, chunk_elements(options, elem, kDeviceSlots));
-  chunk = std::min<std::uint64_t>(chunk, std::max<std::uint64_t>(1, caps_.max_alloc / elem));
-  const std::uint64_t chunks = (n + chunk - 1) / chunk;
-  const DType acc = result_dtype(op, type, options.accumulator);
-  const std::size_t acc_bytes = size_of(acc);
-  const bool exact = options.exact && exact_applies(op, type);
-  reserve(chunk * elem, chunks * acc_bytes, options.device_mem_limit);
+void* QueueDevice::staging(std::uint64_t k) {
+  if (plan_.resident) return nullptr;  // written straight from the caller's memory
+  // The staging buffer was the source of chunk k - kStagingBuffers, whose copy event is still in
+  // its slot (kStagingBuffers <= kDeviceSlots) or already collected.
+  if (k >= policy::kStagingBuffers) wait_for(slot(k - policy::kStagingBuffers).written, "staging free");
+  return staging_[k % policy::kStagingBuffers].host();
+}
 
-  Request rq;
-  rq.queue = queue_;
-  rq.type = type;
-  rq.op = op;
-  rq.options = options;
-  rq.options.warmup = 0;
-  rq.options.repeat = 1;
+void QueueDevice::stage(std::uint64_t k, const void* host, std::uint64_t len) {
+  Slot& s = slot(k);
+  collect(s);  // chunk k - kDeviceSlots is reduced: the slot is free
+  const std::size_t bytes = len * size_of(plan_.type);
+  check(clEnqueueWriteBuffer(queue_, s.memory.get(), CL_FALSE, 0, bytes, host, 0, nullptr, s.written.out()),
+        "clEnqueueWriteBuffer", "chunk " + std::to_string(k) + " (" + format_bytes(bytes) + ")");
+  clFlush(queue_);
+}
 
-  using clock = std::chrono::steady_clock;
-  StreamTimes times;
-  Result r;
-  for (int it = 0; it < options.warmup + options.repeat; ++it) {
-    const auto t0 = clock::now();
-    double kernel_ms = 0, copy_ms = 0;
-    Result chunk_result;
-    ExactSum exact_sum;
-    int launches = 0;
-    std::uint64_t depth = 0;
-    // Chunks are read on a second thread (ChunkReader) while the queue copies and reduces the
-    // ones before. Copies and reductions share the reducer's in-order queue: a reduction
-    // follows its copy with no event between queues (NVIDIA's OpenCL ran the two-queue form,
-    // each reduction waiting on the copy queue's event, at 61-75% of the fill rate). Exact
-    // mode reduces on the host's thread (the state is read back) and merges the states.
-    auto reduce_chunk = [&](std::uint64_t k) {
-      rq.buffer = device_[k % kDeviceSlots];
-      rq.n = std::min(chunk, n - k * chunk);
-      if (exact) {
-        ExactSum::Raw raw;
-        chunk_result = reduce_on_queue(rq, &raw);
-        exact_sum.merge_raw(raw);
-        kernel_ms += chunk_result.kernel_ms;
-      } else {
-        rq.sink = results_;
-        rq.sink_cell = k;
-        rq.events = &slots_[k % kDeviceSlots].reduction;
-        rq.scratch = &scratch_;  // the queue is in order: one chunk's reduction ends before the next begins
-        chunk_result = reduce_on_queue(rq);
-        depth = std::max(depth, chunk_result.rounding_depth);
-      }
-      launches += chunk_result.launches;
-    };
-    try {
-      ChunkReader reader;
-      const auto read_ahead = [&](std::uint64_t k) {
-        reader.start(source, k * chunk, std::min(chunk, n - k * chunk), staged_[k % kStagingBuffers]);
-      };
-      read_ahead(0);
-      for (std::uint64_t k = 0; k < chunks; ++k) {
-        const std::uint64_t len = std::min(chunk, n - k * chunk);
-        Slot& slot = slots_[k % kDeviceSlots];
-        reader.join();                      // chunk k is in its staging buffer
-        collect(slot, kernel_ms, copy_ms);  // chunk k - kDeviceSlots is reduced: the slot is free
-        check(clEnqueueWriteBuffer(queue_, device_[k % kDeviceSlots], CL_FALSE, 0, len * elem,
-                                   staged_[k % kStagingBuffers], 0, nullptr, &slot.written),
-              "clEnqueueWriteBuffer", "chunk " + std::to_string(k) + " (" + format_bytes(len * elem) + ")");
-        clFlush(queue_);
-        if (k + 1 < chunks) {
-          // The next chunk's staging buffer was the source of chunk k + 1 - kStagingBuffers.
-          if (k + 1 >= kStagingBuffers)
-            wait_for(slots_[(k + 1 - kStagingBuffers) % kDeviceSlots].written, "staging free");
-          read_ahead(k + 1);
-        }
-        reduce_chunk(k);  // exact mode waits here for the chunk's state, while k + 1 is read
-        clFlush(queue_);
-      }
-      for (auto& slot : slots_) collect(slot, kernel_ms, copy_ms);
-    } catch (...) {
-      drain();  // nothing left in flight that reads the staging buffers or slots
-      throw;
-    }
-    Result value;
-    if (exact) {
-      value.value = type == DType::F32 ? Scalar::of(exact_sum.to_float()) : Scalar::of(exact_sum.to_double());
-      value.rounding_depth = 1;
-      value.finish = chunk_result.finish + (chunks > 1 ? "; " + std::to_string(chunks) +
-                                                            " chunk states merged on the host before that rounding"
-                                                      : "");
-    } else if (chunks == 1) {
-      unsigned char bytes[8] = {};
-      check(clEnqueueReadBuffer(queue_, results_, CL_TRUE, 0, acc_bytes, bytes, 0, nullptr, nullptr),
-            "clEnqueueReadBuffer", "result");
-      value.value = visit_dtype(acc, [&](auto t) {
-        decltype(t) v;
-        std::memcpy(&v, bytes, sizeof v);
-        return Scalar::of(v);
-      });
-      value.rounding_depth = depth;
-      value.finish = chunk_result.finish;
-    } else {
-      // The chunk results, reduced in order by auto.
-      Request all;
-      all.queue = queue_;
-      all.buffer = results_;
-      all.n = chunks;
-      all.type = acc;
-      all.op = op;
-      all.options.accumulator = options.accumulator;  // keeps the results' type
-      value = reduce_on_queue(all);
-      kernel_ms += value.kernel_ms;
-      launches += value.launches;
-      value.rounding_depth += depth;
-      value.finish = chunk_result.finish + " + chunk results reduced on the device in order (" + value.kernel + ", " +
-                     value.finish + ")";
-      copy_ms += value.transfer_ms;
-    }
-    if (it < options.warmup) continue;
-    times.total_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-    times.kernel_ms.push_back(kernel_ms);
-    times.transfer_ms.push_back(copy_ms);
-    r.value = value.value;
-    r.rounding_depth = value.rounding_depth;
-    r.finish = value.finish;
-    r.kernel = chunk_result.kernel;
-    r.launches = launches;
+double QueueDevice::staged() {
+  double ms = 0;
+  for (Slot& s : slots_) {
+    if (!s.written) continue;
+    wait_for(s.written, "input copy");
+    ms += event_ms(s.written.get());
+    s.written.reset();
   }
-  r.backend = "opencl";
-  r.device = caps_.name;
-  r.n = n;
-  r.op = op;
-  r.type = type;
-  times.fill(r, n, type, chunks);
-  r.path = "stream: " + std::to_string(chunks) + " chunks of " + format_bytes(chunk * elem) + ", " +
-           std::to_string(kDeviceSlots) + " device slots, " + std::to_string(kStagingBuffers) +
-           " pinned staging buffers (CL_MEM_ALLOC_HOST_PTR) filled on a second thread";
-  return r;
+  return ms;
+}
+
+void QueueDevice::reduce(std::uint64_t k, std::uint64_t len) {
+  Slot& s = slot(k);
+  chunk_.buffer = s.memory.get();
+  chunk_.n = len;
+  Result r;
+  if (plan_.exact) {
+    // Waits for the chunk's state (while the next chunk is read) and merges it exactly.
+    ExactSum::Raw raw;
+    r = reduce_on_queue(chunk_, &raw);
+    exact_.merge_raw(raw);
+    kernel_ms_ += r.kernel_ms;
+    copy_ms_ += r.transfer_ms;
+  } else {
+    chunk_.sink_cell = k;
+    chunk_.events = &s.reduction.events;
+    r = reduce_on_queue(chunk_);  // enqueued only: timed when the slot is collected
+    depth_ = std::max(depth_, r.rounding_depth);
+  }
+  clFlush(queue_);
+  launches_ += r.launches;
+  kernel_ = r.kernel;
+  finish_ = r.finish;
+}
+
+ChunkOutcome QueueDevice::finish() {
+  for (Slot& s : slots_) collect(s);
+  ChunkOutcome out;
+  out.kernel = kernel_;
+  out.finish = finish_;
+  const std::string chunks = std::to_string(plan_.chunks) + " chunks";
+  if (plan_.exact) {
+    out.exact = exact_.raw();
+    if (plan_.chunks > 1) out.finish += "; the states of " + chunks + " merged on the host before that rounding";
+  } else if (plan_.chunks == 1) {
+    unsigned char bytes[8] = {};
+    Event read;
+    check(clEnqueueReadBuffer(queue_, results_.get(), CL_TRUE, 0, size_of(cell_type_), bytes, 0, nullptr, read.out()),
+          "clEnqueueReadBuffer", "result");
+    wait_for(read, "result read");
+    copy_ms_ += event_ms(read.get());
+    out.value = xr::detail::scalar_from_bytes(cell_type_, bytes);
+    out.depth = depth_;
+  } else {
+    // The cells, reduced in order by auto; the accumulator keeps their type.
+    Request cells;
+    cells.queue = queue_;
+    cells.buffer = results_.get();
+    cells.n = plan_.chunks;
+    cells.type = cell_type_;
+    cells.op = plan_.op;
+    cells.options.accumulator = plan_.options.accumulator;
+    const Result c = reduce_on_queue(cells);
+    kernel_ms_ += c.kernel_ms;
+    copy_ms_ += c.transfer_ms;
+    launches_ += c.launches;
+    out.value = c.value;
+    out.depth = depth_ + c.rounding_depth;
+    out.finish +=
+        " + chunk results reduced on the device in order (" + chunks + " by " + c.kernel + ", " + c.finish + ")";
+  }
+  out.kernel_ms = kernel_ms_;
+  out.transfer_ms = copy_ms_;
+  out.launches = launches_;
+  start_pass();
+  return out;
+}
+
+void QueueDevice::abandon() noexcept {
+  // Nothing left in flight that reads a staging buffer or a slot; errors are ignored.
+  clFinish(queue_);
+  for (Slot& s : slots_) {
+    s.written.reset();
+    s.reduction.clear();
+  }
+  start_pass();
+}
+
+std::string QueueDevice::describe(const ChunkPlan& plan) const {
+  if (plan.resident) return plan.chunks > 1 ? "resident: " + std::to_string(plan.chunks) + " chunks" : "resident";
+  return "stream: " + std::to_string(plan.chunks) + " chunks of " + format_bytes(plan.chunk * size_of(plan.type)) +
+         ", " + std::to_string(policy::kDeviceSlots) + " device slots, " + std::to_string(policy::kStagingBuffers) +
+         " pinned staging buffers (CL_MEM_ALLOC_HOST_PTR) filled on a second thread";
 }
 
 }  // namespace xr::opencl::detail

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,12 +16,25 @@
 namespace xr {
 
 class ChunkSource;  // xreduce/source.hpp
+namespace detail {
+class ChunkDevice;  // core/src/pipeline.hpp
+}
 
 enum class KernelKind : std::uint8_t {
   Rung,      // one step of the ladder
   Auto,      // picks the fastest of our own rungs
   Baseline,  // a reference implementation that is not ours (cub): cross-checked, not chosen
   Probe,     // measures a machine limit (stream_read): its value is not a reduction
+};
+
+// Which block (work-group) sizes a rung accepts: [min, max] in steps of `multiple`, or exactly
+// the sizes in `only` (0 there: the rung's own choice, as CUB makes).
+struct BlockRule {
+  unsigned min = 1, max = 1024, multiple = 1;
+  std::vector<unsigned> only;
+  unsigned preferred = 0;  // what RunOptions::block_size 0 runs (0: the device's choice)
+  bool accepts(unsigned block) const;
+  std::string describe() const;  // "32..1024 in multiples of 32", "128, 256, 512"
 };
 
 struct KernelInfo {
@@ -30,6 +44,7 @@ struct KernelInfo {
   std::vector<Op> ops;
   std::vector<DType> types;
   bool exact = false;  // honours RunOptions::exact for f32/f64 sums
+  BlockRule blocks;    // RunOptions::block_size values it accepts, and its default
   bool supports(Op op, DType type) const;
 };
 
@@ -107,17 +122,12 @@ class Reducer {
   KernelInfo kernel(std::string_view name) const;
 
  protected:
-  // Arguments already checked. Fills every Result field but backend/n/op/type, which the
-  // caller sets.
-  virtual Result run(HostArray in, Op op, const RunOptions& options, const KernelInfo& kernel) = 0;
-  // A streamed source, arguments checked. The default (host backends) reads chunks into two
-  // host buffers on a second thread while run() reduces the previous chunk, and combines the
-  // chunk results on the host in order (exact mode: run_exact_state per chunk, merged exactly).
-  // Device backends override it with their pipelines.
-  virtual Result run_stream(ChunkSource& source, Op op, const RunOptions& options, const KernelInfo& kernel);
-  // The unrounded exact state of an f32/f64 sum of `in`, for the default run_stream. The default
-  // throws InvalidArgument (no streamed exact mode).
-  virtual ExactSum::Raw run_exact_state(HostArray in, const RunOptions& options, const KernelInfo& kernel);
+  // The backend's device as the chunk pipeline drives it (core/src/pipeline.hpp): every host
+  // input, resident or streamed, goes through it.
+  virtual detail::ChunkDevice& chunk_device() = 0;
+
+ private:
+  std::mutex mutex_;  // one reduction at a time: the device's slots and cells belong to the reducer
 };
 
 // Throws InvalidArgument unless `kernel` supports (op, type) (and exact mode, when asked for
@@ -134,13 +144,6 @@ constexpr bool exact_applies(Op op, DType type) { return op == Op::Sum && is_flo
 // chunk_elements does not fit it.
 std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, unsigned buffers,
                              std::uint64_t default_bytes = std::uint64_t{64} << 20);
-
-// The per-repetition times of a streamed reduction; fill() sets the Result fields they give
-// (repeats, kernel_ms, transfer_ms, total_ms as medians; chunks; bytes_per_s end to end).
-struct StreamTimes {
-  std::vector<double> kernel_ms, transfer_ms, total_ms;
-  void fill(Result& r, std::uint64_t n, DType type, std::uint64_t chunks) const;
-};
 
 // Median of a non-empty sample (the mean of the middle two for even sizes).
 double median(std::vector<double> sample);

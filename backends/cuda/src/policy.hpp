@@ -1,0 +1,58 @@
+// Tuning of the CUDA backend: every constant auto, the rungs and the host path choose from, with
+// the device and the figure it was chosen from (ratios are times against CUB in the same
+// process; bench/RESULTS.md and docs/performance.md hold the tables).
+#pragma once
+
+#include <cstdint>
+
+namespace xr::cuda::detail::policy {
+
+// Packs of 16 bytes each thread of the vector kernels loads per iteration: 4 x 16 B in flight
+// per thread, 8 blocks of 256 per SM where occupancy allows (128 KiB per SM). The launch-shape
+// scan at 2^16-2^23 on an H100 found nothing better than this default.
+constexpr unsigned kUnroll = 4;
+
+// dynamic_tiles: tiles of 16384 packs (256 KB) at 1024 threads per SM: on an H100, 256 KB at 4
+// blocks of 256 threads per SM ran at 0.975-0.980 of CUB at 2^29-2^30 i32 (64 KB and 1 MB
+// tiles, 8 blocks per SM, and static segments at 0.983-0.991 did worse). Smaller tiles where n
+// makes fewer than kTargetTiles (a fine tail); the tile depends on n and the block only, so the
+// bits do not depend on the grid or the GPU.
+constexpr std::uint64_t kTilePacks = 16384;
+constexpr std::uint64_t kTargetTiles = 8192;
+constexpr unsigned kTileThreadsPerSM = 1024;
+
+// bulk_copy's shared-memory ring: 4 stages of 16 KB per block (64 KB: 3 blocks of 256 threads
+// per SM): on an H200 0.954-0.986 of CUB at 2^27-2^30 i32, where every 16-byte-load layout took
+// 1.01-1.10.
+constexpr unsigned kBulkStages = 4;
+constexpr unsigned kBulkStageBytes = 16384;
+// bulk_tiles: tiles of 16 stages (256 KB), as dynamic_tiles'.
+constexpr std::uint64_t kBulkTileStages = 16;
+
+// auto streams inputs of at least this many bytes from HBM in block segments with streaming
+// loads; smaller ones stay in the L2 between calls (H100: 50 MB), where the grid-stride layout
+// is faster. H100: from 64 MB segments 0.81-0.999 of CUB against grid-stride 0.90-1.005; at
+// 8 MB (f64 2^20) grid-stride 0.64 against segments 0.75.
+constexpr std::uint64_t kStreamingBytes = std::uint64_t{64} << 20;
+
+// From this many bytes auto draws tiles (dynamic_tiles, or bulk_tiles with the copy engine).
+// H200: bulk_tiles and bulk_copy within about 1% from 1 GiB (0.975-0.996 and 0.963-1.012), and
+// the tiles' bits do not depend on the grid. H100: tiles led in 6 of 6 sweeps at 1 GiB
+// (0.979-0.985 against 0.985-0.988); at 512 MB segments led (0.953-0.964 against 0.968-0.977).
+constexpr std::uint64_t kTilesBytes = std::uint64_t{1} << 30;
+
+// Where the HBM's peak is at least this (GB/s), auto lets the copy engine stream every input of
+// kStreamingBytes or more. H200 (4.8 TB/s): bulk_copy 0.854-0.966 of CUB from 64 MB to 512 MB,
+// where single_pass took 0.875-0.988 and dynamic_tiles 0.92-1.05. H100 (3.35 TB/s): bulk copies
+// level with segments or behind (0.956-0.989 against 0.872-0.991), so the 16-byte loads stay.
+constexpr double kBulkCopyGBps = 4000;
+
+// The host path. H100 host: pinned copies reach 52-54 GB/s from 4 MiB chunks up, so 64 MiB
+// chunks cost nothing in link rate and leave the last, unhidden kernel at ~25 us; 2 staging
+// buffers beat 3 or 4 (15.1 against 13.5 GB/s: more buffers add cache and TLB misses); 3 device
+// slots let a copy start while the slot before it is still being reduced.
+constexpr std::uint64_t kChunkBytes = std::uint64_t{64} << 20;
+constexpr unsigned kDeviceSlots = 3;
+constexpr unsigned kStagingBuffers = 2;
+
+}  // namespace xr::cuda::detail::policy

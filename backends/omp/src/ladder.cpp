@@ -1,0 +1,198 @@
+// The OpenMP ladder: `clause` (the reduction clause), `vector` (independent accumulator lanes
+// that the compiler vectorises), `auto`, and the `stream_read` probe that measures this
+// machine's streaming-read rate in the same run. `vector` and `auto` honour RunOptions::exact
+// for f32/f64 sums (exact.cpp).
+#include "ladder.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "exact.hpp"
+#include "policy.hpp"
+#include "xreduce/error.hpp"
+#include "xreduce/semantics.hpp"
+
+namespace xr::omp::detail {
+namespace {
+
+
+// Integer sums and products run in the unsigned type so that wrap-around is defined.
+template <Op O, class A> struct work_type { using type = A; };
+template <Op O, class A>
+  requires(std::is_integral_v<A> && (O == Op::Sum || O == Op::Prod))
+struct work_type<O, A> { using type = std::make_unsigned_t<A>; };
+template <Op O, class A> using work_t = typename work_type<O, A>::type;
+
+struct Span {
+  std::uint64_t lo, hi;
+};
+// Thread t's share of n elements, boundaries rounded to `align` elements.
+Span share(std::uint64_t n, int t, int nt, std::uint64_t align) {
+  const auto edge = [&](int k) { return std::min(n, (n / align * k / nt) * align); };
+  return {edge(t), t + 1 == nt ? n : edge(t + 1)};
+}
+
+
+// The float sum of the reduction clause with the identity of the semantics: OpenMP's own `+`
+// starts every thread's copy at +0, which turns a sum of -0 terms into +0.
+#pragma omp declare reduction(xr_float_sum : float : omp_out += omp_in) initializer(omp_priv = -0.0f)
+#pragma omp declare reduction(xr_float_sum : double : omp_out += omp_in) initializer(omp_priv = -0.0)
+
+// rung `clause`: the OpenMP reduction clause (reference 003); one accumulator per thread, so
+// one element a cycle per core at best, and no NaN rule of its own (a flag adds it).
+template <Op O, class T, class A> RungValue run_clause(const T* x, std::uint64_t n, int threads) {
+  using Wt = work_t<O, A>;
+  Wt acc = static_cast<Wt>(identity<A>(O));
+  bool nan = false;
+  const auto count = static_cast<std::int64_t>(n);
+  if constexpr (O == Op::Sum && std::is_floating_point_v<A>) {
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(xr_float_sum : acc)
+    for (std::int64_t i = 0; i < count; ++i) acc += static_cast<Wt>(static_cast<A>(x[i]));
+  } else if constexpr (O == Op::Sum) {
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : acc)
+    for (std::int64_t i = 0; i < count; ++i) acc += static_cast<Wt>(static_cast<A>(x[i]));
+  } else if constexpr (O == Op::Prod) {
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(* : acc)
+    for (std::int64_t i = 0; i < count; ++i) acc *= static_cast<Wt>(static_cast<A>(x[i]));
+  } else if constexpr (O == Op::Min) {
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : acc) reduction(|| : nan)
+    for (std::int64_t i = 0; i < count; ++i) {
+      nan = nan || x[i] != x[i];
+      acc = x[i] < acc ? x[i] : acc;
+    }
+  } else {
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : acc) reduction(|| : nan)
+    for (std::int64_t i = 0; i < count; ++i) {
+      nan = nan || x[i] != x[i];
+      acc = acc < x[i] ? x[i] : acc;
+    }
+  }
+  A value = static_cast<A>(acc);
+  if constexpr (std::is_floating_point_v<A>)
+    if (nan) value = std::numeric_limits<A>::quiet_NaN();
+  return {Scalar::of<A>(value), (n + threads - 1) / threads + threads};
+}
+
+// Accumulator lanes per thread (policy.hpp: kLaneBytes of them).
+template <class A> constexpr std::uint64_t kLanes = kLaneBytes / sizeof(A);
+
+// rung `vector`: kLanes independent accumulators per thread in a lane loop the compiler turns
+// into SIMD; reaches the streaming-read rate, at the cost of a lane-then-thread combine.
+template <Op O, class T, class A> RungValue run_vector(const T* x, std::uint64_t n, int threads) {
+  constexpr std::uint64_t K = kLanes<A>;
+  std::vector<A> partial(static_cast<std::size_t>(threads), identity<A>(O));
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    const Span s = share(n, t, omp_get_num_threads(), K);
+    A lane[K];
+    for (auto& a : lane) a = identity<A>(O);
+    std::uint64_t i = s.lo;
+    for (; i + K <= s.hi; i += K)
+      for (std::uint64_t j = 0; j < K; ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<A>(x[i + j]));
+    for (std::uint64_t j = 0; i < s.hi; ++i, ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<A>(x[i]));
+    A r = identity<A>(O);
+    for (const auto& a : lane) r = OpFn<O>::apply(r, a);
+    partial[static_cast<std::size_t>(t)] = r;
+  }
+  A r = identity<A>(O);
+  for (const auto& p : partial) r = OpFn<O>::apply(r, p);
+  return {Scalar::of<A>(r), (n + threads * K - 1) / (threads * K) + K + threads};
+}
+
+// probe `stream_read`: XORs every 8-byte word of the input in vectorised lanes; the rate of
+// reading memory once, against which the rungs are measured. Its value is no reduction.
+RungValue run_stream_read(const void* data, std::uint64_t bytes, int threads) {
+  constexpr std::uint64_t K = 16;
+  const auto* w = static_cast<const std::uint64_t*>(data);
+  const std::uint64_t words = bytes / 8;
+  std::uint64_t all = 0;
+#pragma omp parallel num_threads(threads) reduction(^ : all)
+  {
+    const Span s = share(words, omp_get_thread_num(), omp_get_num_threads(), K);
+    std::uint64_t lane[K] = {};
+    std::uint64_t i = s.lo;
+    for (; i + K <= s.hi; i += K)
+      for (std::uint64_t j = 0; j < K; ++j) lane[j] ^= w[i + j];
+    for (; i < s.hi; ++i) lane[0] ^= w[i];
+    for (auto l : lane) all ^= l;
+  }
+  return {Scalar::of<std::int64_t>(static_cast<std::int64_t>(all)), 0};
+}
+
+using RungFn = RungValue (*)(HostArray in, Op op, Accumulator acc, int threads);
+
+// Instantiates rung R<O, T, A> for the run-time (op, type, accumulator).
+template <template <Op, class, class> class R> RungValue dispatch(HostArray in, Op op, Accumulator acc, int threads) {
+  return visit_dtype(in.type, [&](auto zero) {
+    using T = decltype(zero);
+    return visit_op(op, [&](auto fn) {
+      constexpr Op O = decltype(fn)::op;
+      const T* x = static_cast<const T*>(in.data);
+      if (acc == Accumulator::Native) return R<O, T, accumulator_t<O, T, Accumulator::Native>>::run(x, in.n, threads);
+      return R<O, T, accumulator_t<O, T, Accumulator::Wide>>::run(x, in.n, threads);
+    });
+  });
+}
+
+template <Op O, class T, class A> struct Clause {
+  static RungValue run(const T* x, std::uint64_t n, int threads) { return run_clause<O, T, A>(x, n, threads); }
+};
+template <Op O, class T, class A> struct Vector {
+  static RungValue run(const T* x, std::uint64_t n, int threads) { return run_vector<O, T, A>(x, n, threads); }
+};
+
+RungValue stream_read(HostArray in, Op, Accumulator, int threads) {
+  return run_stream_read(in.data, in.n * size_of(in.type), threads);
+}
+
+std::vector<Op> every_op() { return {all_ops.begin(), all_ops.end()}; }
+std::vector<DType> every_type() { return {all_dtypes.begin(), all_dtypes.end()}; }
+KernelInfo exact_capable(KernelInfo k) {
+  k.exact = true;
+  return k;
+}
+
+}  // namespace
+
+// Exact mode (f32/f64 sums): per-thread exact window sums feeding ExactSum superaccumulators,
+// merged in thread order, rounded once (docs/exact.md).
+ExactSum::Raw exact_state(HostArray in, int threads) {
+  return in.type == DType::F32 ? exact_sum_state(static_cast<const float*>(in.data), in.n, threads)
+                               : exact_sum_state(static_cast<const double*>(in.data), in.n, threads);
+}
+
+int thread_count(const RunOptions& options) {
+  return options.threads ? static_cast<int>(options.threads) : omp_get_max_threads();
+}
+
+const std::vector<Rung>& rungs() {
+  static const std::vector<Rung> table = {
+      {{"clause", "#pragma omp parallel for reduction(op:acc): one dependent chain per thread, no SIMD",
+        KernelKind::Rung, every_op(), every_type()},
+       dispatch<Clause>, "reduction clause"},
+      {exact_capable({"vector",
+                      "128 bytes of independent lanes per thread, vectorised: memory-bound, lane combine at the end",
+                      KernelKind::Rung, every_op(), every_type()}),
+       dispatch<Vector>, "lanes, then threads in order"},
+      {exact_capable({"auto", "the fastest rung: vector", KernelKind::Auto, every_op(), every_type()}), dispatch<Vector>,
+       "lanes, then threads in order"},
+      {{"stream_read", "baseline: XOR of every 8-byte word, the machine's streaming-read rate",
+        KernelKind::Probe, every_op(), every_type()},
+       stream_read, "none (probe)"},
+  };
+  return table;
+}
+
+
+const Rung& rung(const std::string& name) {
+  for (const auto& r : rungs())
+    if (r.info.name == name) return r;
+  throw InvalidArgument("omp: unknown kernel '" + name + "'");
+}
+
+}  // namespace xr::omp::detail

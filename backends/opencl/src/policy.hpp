@@ -1,0 +1,49 @@
+// Tuning of the OpenCL backend: every constant the rungs, auto and the host path choose from,
+// with the device and the figure it was chosen from where one was measured (bench/RESULTS.md
+// holds the tables).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace xr::opencl::detail::policy {
+
+// Work-items of a work-group when RunOptions::block_size is 0 (lowered to what the kernel and
+// the device allow). With it, auto (cascade, K = kCascadeKGpu, kGpuWorkItemsPerComputeUnit)
+// reached 95% (i32) and 99% (f32) of CUDA's auto on 2^28 elements on an H100.
+constexpr std::size_t kWorkGroup = 256;
+
+// The grid of the grid-stride rungs (cascade, auto): enough work-items to fill every compute
+// unit of a GPU, a few work-groups per compute unit of a CPU (one work-group runs on one core).
+constexpr std::uint64_t kGpuWorkItemsPerComputeUnit = 2048;
+constexpr std::uint64_t kCpuGroupsPerComputeUnit = 4;
+
+// cascade's independent accumulators per work-item: K coalesced elements per tile on a GPU;
+// K neighbouring elements on a CPU (XR_CONTIG, one SIMD load per tile).
+constexpr unsigned kCascadeKGpu = 8;
+constexpr unsigned kCascadeKCpu = 32;
+
+// Elements per work-item of the `coarse` rung when RunOptions::coarsening is 0.
+constexpr unsigned kRuntimeCoarsening = 16;
+
+// Exact sums: work-items of the exact kernel's work-groups (RunOptions::block_size 0) and of the
+// column merge. On a GPU the grid holds twice the work-items the device holds at once, so that
+// the last wave is short even where registers allow fewer resident work-groups (OpenCL has no
+// occupancy query).
+constexpr std::size_t kExactWorkGroup = 256;
+constexpr std::size_t kExactMergeWorkGroup = 256;
+constexpr std::uint64_t kExactGpuGridFactor = 2;
+
+// The host path. Chunks of 64 MiB: NVIDIA's OpenCL writes 64 MiB chunks from mapped
+// CL_MEM_ALLOC_HOST_PTR buffers at 54.3-54.7 GB/s, the link's rate, on an H100 host (CUDA's
+// pinned copies there are flat from 4 MiB chunks up), and the one unhidden kernel at the end
+// stays short.
+constexpr std::uint64_t kChunkBytes = std::uint64_t{64} << 20;
+// 3 device slots, as on CUDA: a copy starts while the slot before it is still being reduced.
+constexpr unsigned kDeviceSlots = 3;
+// 3 page-locked staging buffers (CL_MEM_ALLOC_HOST_PTR, mapped once), so that the reading thread
+// waits for the copy of the chunk before last, not for the last one.
+constexpr unsigned kStagingBuffers = 3;
+static_assert(kStagingBuffers <= kDeviceSlots, "a staging buffer's copy event lives in a slot");
+
+}  // namespace xr::opencl::detail::policy

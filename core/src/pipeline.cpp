@@ -1,0 +1,211 @@
+// The chunk pipeline (pipeline.hpp) and the Reducer entry points that feed it.
+#include "pipeline.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "xreduce/error.hpp"
+#include "xreduce/semantics.hpp"
+#include "xreduce/source.hpp"
+
+namespace xr {
+namespace detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// The chunks of a plan: a resident input takes chunks as large as one allocation allows, a
+// streamed one the policy's chunk (or RunOptions::chunk_elements), lowered so that its slots fit
+// RunOptions::device_mem_limit.
+void size_chunks(ChunkPlan& plan, const ChunkPolicy& policy) {
+  const std::size_t elem = size_of(plan.type);
+  RunOptions limits = plan.options;
+  if (policy.host_memory) limits.device_mem_limit = 0;  // no device memory: the chunk is only the buffers' size
+  std::uint64_t chunk = plan.resident ? plan.n : chunk_elements(limits, elem, policy.slots, policy.chunk_bytes);
+  if (policy.max_chunk_bytes) chunk = std::min<std::uint64_t>(chunk, std::max<std::uint64_t>(1, policy.max_chunk_bytes / elem));
+  plan.chunk = std::max<std::uint64_t>(1, std::min(chunk, plan.n));
+  plan.chunks = (plan.n + plan.chunk - 1) / plan.chunk;
+}
+
+std::uint64_t chunk_length(const ChunkPlan& plan, std::uint64_t k) {
+  return std::min(plan.chunk, plan.n - std::min(plan.n, k * plan.chunk));
+}
+
+const void* in_memory(const ChunkPlan& plan, std::uint64_t k) {
+  return static_cast<const unsigned char*>(plan.memory) + k * plan.chunk * size_of(plan.type);
+}
+
+// Stages every chunk once (resident plans); returns the copies' time.
+double stage_all(ChunkDevice& device, ChunkSource& source, const ChunkPlan& plan) {
+  for (std::uint64_t k = 0; k < plan.chunks; ++k) {
+    const std::uint64_t len = chunk_length(plan, k);
+    void* host = device.staging(k);
+    if (host) source.read(k * plan.chunk, len, host);
+    device.stage(k, host ? host : in_memory(plan, k), len);
+  }
+  return device.staged();
+}
+
+// One pass: every chunk reduced into its cell, then the cells combined. A streamed chunk is
+// read on a second thread while the device copies and reduces the one before.
+ChunkOutcome pass(ChunkDevice& device, ChunkSource& source, const ChunkPlan& plan) {
+  if (plan.resident) {
+    for (std::uint64_t k = 0; k < plan.chunks; ++k) device.reduce(k, chunk_length(plan, k));
+    return device.finish();
+  }
+  ChunkReader reader;
+  void* host = device.staging(0);
+  if (host) reader.start(source, 0, chunk_length(plan, 0), host);
+  for (std::uint64_t k = 0; k < plan.chunks; ++k) {
+    const std::uint64_t len = chunk_length(plan, k);
+    reader.join();  // chunk k is in its staging buffer
+    device.stage(k, host ? host : in_memory(plan, k), len);
+    if (k + 1 < plan.chunks) {
+      host = device.staging(k + 1);
+      if (host) reader.start(source, (k + 1) * plan.chunk, chunk_length(plan, k + 1), host);
+    }
+    device.reduce(k, len);
+  }
+  return device.finish();
+}
+
+}  // namespace
+
+Scalar round_exact(const ExactSum::Raw& state, DType type) {
+  ExactSum sum;
+  sum.merge_raw(state);
+  return type == DType::F32 ? Scalar::of(sum.to_float()) : Scalar::of(sum.to_double());
+}
+
+Scalar scalar_from_bytes(DType type, const void* bytes) {
+  return visit_dtype(type, [&](auto t) {
+    decltype(t) v;
+    std::memcpy(&v, bytes, sizeof v);
+    return Scalar::of(v);
+  });
+}
+
+double bytes_per_second(std::uint64_t n, DType type, double ms) {
+  return ms > 0 ? static_cast<double>(n) * static_cast<double>(size_of(type)) / (ms * 1e-3) : 0.0;
+}
+
+Result run_chunks(ChunkDevice& device, ChunkSource& source, Op op, const RunOptions& options,
+                  const KernelInfo& kernel, bool resident) {
+  ChunkPlan plan;
+  plan.op = op;
+  plan.type = source.type();
+  plan.options = options;
+  plan.options.kernel = kernel.name;
+  plan.kernel = &kernel;
+  plan.exact = options.exact && exact_applies(op, plan.type) && kernel.exact;
+  plan.n = source.size();
+  plan.resident = resident;
+  plan.memory = source.memory();
+  size_chunks(plan, device.policy(plan.type));
+
+  std::vector<double> kernel_ms, transfer_ms, total_ms;
+  ChunkOutcome out;
+  double staging_ms = 0;
+  try {
+    device.begin(plan);
+    if (resident) staging_ms = stage_all(device, source, plan);
+    for (int it = 0; it < options.warmup + options.repeat; ++it) {
+      const auto t0 = Clock::now();
+      out = pass(device, source, plan);
+      if (it < options.warmup) continue;  // warm-up passes are not timed
+      total_ms.push_back(ms_since(t0));
+      kernel_ms.push_back(out.kernel_ms);
+      transfer_ms.push_back(out.transfer_ms);
+    }
+  } catch (...) {
+    device.abandon();
+    throw;
+  }
+
+  Result r;
+  r.value = plan.exact ? round_exact(out.exact, plan.type) : out.value;
+  r.kernel = out.kernel;
+  r.finish = out.finish;
+  r.launches = out.launches;
+  r.rounding_depth = plan.exact ? 1 : out.depth;
+  // A float product's every multiplication rounds the whole product, whatever the order: its
+  // error grows with n - 1, not with the chain length.
+  if (op == Op::Prod) r.rounding_depth = std::max<std::uint64_t>(r.rounding_depth, plan.n);
+  r.repeats = options.repeat;
+  r.kernel_ms = median(kernel_ms);
+  r.transfer_ms = median(transfer_ms) + staging_ms;
+  r.chunks = plan.chunks;
+  if (resident) {
+    r.bytes_per_s = bytes_per_second(plan.n, plan.type, r.kernel_ms);
+  } else {
+    r.total_ms = median(total_ms);
+    r.bytes_per_s = bytes_per_second(plan.n, plan.type, r.total_ms);
+  }
+  r.path = device.describe(plan);
+  return r;
+}
+
+}  // namespace detail
+
+namespace {
+
+// Arguments every entry point checks before a backend sees them.
+void check_options(const RunOptions& options) {
+  if (options.repeat < 1) throw InvalidArgument("reduce: repeat must be at least 1");
+  if (options.warmup < 0) throw InvalidArgument("reduce: warmup must not be negative");
+}
+
+}  // namespace
+
+Result Reducer::reduce(HostArray in, Op op, const RunOptions& options) {
+  if (in.n > 0 && in.data == nullptr) throw InvalidArgument("reduce: null data pointer with n > 0");
+  ArraySource source(in);
+  return reduce(source, op, options);
+}
+
+Result Reducer::reduce(ChunkSource& source, Op op, const RunOptions& options) {
+  check_options(options);
+  const KernelInfo k = kernel(options.kernel);
+  check_request(k, op, source.type(), source.size(), backend(), options.exact);
+  // Resident or streamed, chosen here: a host device reduces host memory where it lies; a
+  // device with memory of its own streams unless the caller asks for a resident copy.
+  detail::ChunkDevice& chunks = chunk_device();
+  const bool in_memory = source.memory() != nullptr || source.size() == 0;
+  const bool resident = in_memory && (options.host_path == HostPath::Resident || chunks.policy(source.type()).host_memory);
+  if (options.host_path == HostPath::Resident && !in_memory)
+    throw InvalidArgument(backend() + ": host_path Resident needs the input in host memory; " + source.name() +
+                          " streams");
+  const std::uint64_t bytes = source.size() * size_of(source.type());
+  if (resident && options.device_mem_limit && bytes > options.device_mem_limit && !chunks.policy(source.type()).host_memory)
+    throw InvalidArgument(backend() + ": a resident input of " + format_bytes(bytes) +
+                          " does not fit the device memory limit of " + format_bytes(options.device_mem_limit) +
+                          " (the streamed host path takes any size)");
+  Result r;
+  if (source.size() == 0) {  // nothing to stage or reduce: the op's empty value
+    r.value = empty_scalar(op, result_dtype(op, source.type(), options.accumulator));
+    r.kernel = k.name;
+    r.finish = "none (empty input)";
+    r.repeats = options.repeat;
+    r.rounding_depth = options.exact && exact_applies(op, source.type()) && k.exact ? 1 : 0;  // exact: rounded once
+    r.path = "none";
+  } else {
+    std::lock_guard lock(mutex_);
+    r = detail::run_chunks(chunks, source, op, options, k, resident);
+  }
+  r.backend = backend();
+  r.device = device();
+  r.n = source.size();
+  r.op = op;
+  r.type = source.type();
+  return r;
+}
+
+}  // namespace xr

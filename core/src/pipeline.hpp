@@ -1,0 +1,95 @@
+// The chunk pipeline: the one loop that brings every host input (a resident array, streamed host
+// data, a file) through a backend's device. A backend supplies a ChunkDevice, a small interface:
+// stage a chunk, reduce it into cell k, combine the cells in order, read back the value or the
+// exact state. Core chooses resident or streamed, sizes the chunks, reads ahead on a second
+// thread, repeats and times, and fills the Result. Backends include this header; applications
+// never see it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "xreduce/exact.hpp"
+#include "xreduce/reducer.hpp"
+#include "xreduce/result.hpp"
+
+namespace xr {
+
+class ChunkSource;
+
+namespace detail {
+
+// How a device wants its chunks.
+struct ChunkPolicy {
+  // The device computes on host memory (OpenMP): an input already in memory is reduced where it
+  // lies, as one resident chunk; only streams go through staging buffers.
+  bool host_memory = false;
+  unsigned slots = 1;              // device slots a streamed input cycles through
+  std::uint64_t chunk_bytes = std::uint64_t{64} << 20;  // default streamed chunk
+  std::uint64_t max_chunk_bytes = 0;  // one device allocation at most (0: no limit)
+};
+
+// One reduction through the pipeline, as begin() is told it.
+struct ChunkPlan {
+  Op op = Op::Sum;
+  DType type = DType::F32;
+  RunOptions options;              // options.kernel is the checked rung's name
+  const KernelInfo* kernel = nullptr;
+  bool exact = false;              // options.exact on an f32/f64 sum: cells hold exact states
+  std::uint64_t n = 0;
+  std::uint64_t chunk = 0;         // elements per chunk (the last may be shorter)
+  std::uint64_t chunks = 0;
+  // Every chunk keeps a slot of its own: staged once, then reduced warmup + repeat times.
+  // Otherwise chunk k goes through slot k % slots.
+  bool resident = false;
+  const void* memory = nullptr;    // the input in host memory, or nullptr (a stream)
+};
+
+// What one pass over the chunks gave (ChunkDevice::finish).
+struct ChunkOutcome {
+  Scalar value;                    // the combined cells, of result_dtype(op, type, accumulator)
+  ExactSum::Raw exact;             // plan.exact: the merged exact state, rounded by core
+  double kernel_ms = 0;            // device time of this pass's reductions and combine
+  double transfer_ms = 0;          // host<->device copies of this pass (the value read included)
+  int launches = 0;
+  std::uint64_t depth = 0;         // Result::rounding_depth of the value
+  std::string kernel;              // what ran ("auto:single_pass")
+  std::string finish;              // how partials and cells were combined
+};
+
+class ChunkDevice {
+ public:
+  virtual ~ChunkDevice() = default;
+  virtual ChunkPolicy policy(DType type) const = 0;
+  // Prepares slots, staging, cells and the chunk reduction for the plan.
+  virtual void begin(const ChunkPlan& plan) = 0;
+  // Host memory to read chunk k into, free to overwrite (waits for the copy that used it last);
+  // nullptr when stage() takes the chunk straight from plan.memory.
+  virtual void* staging(std::uint64_t k) = 0;
+  // Chunk k's `len` elements at `host` go to its slot (asynchronously where the device can).
+  virtual void stage(std::uint64_t k, const void* host, std::uint64_t len) = 0;
+  // Resident plans: waits for every stage(); the copies' time in ms.
+  virtual double staged() = 0;
+  // Reduces chunk k's slot into cell k (asynchronously where the device can).
+  virtual void reduce(std::uint64_t k, std::uint64_t len) = 0;
+  // Combines the cells in order and reads back the value or the exact state; waits for all.
+  virtual ChunkOutcome finish() = 0;
+  // After an exception: returns once nothing in flight reads a staging buffer or slot.
+  virtual void abandon() noexcept = 0;
+  // How host data reaches the device, for Result::path ("3 device slots, 2 pinned staging buffers").
+  virtual std::string describe(const ChunkPlan& plan) const = 0;
+};
+
+// Runs the plan: warmup + repeat passes over the chunks, timed; fills every Result field.
+Result run_chunks(ChunkDevice& device, ChunkSource& source, Op op, const RunOptions& options,
+                  const KernelInfo& kernel, bool resident);
+
+// The exact state rounded once to the sum's type (f32 or f64).
+Scalar round_exact(const ExactSum::Raw& state, DType type);
+// A value of `type` from its bytes in memory (a result read back from a device).
+Scalar scalar_from_bytes(DType type, const void* bytes);
+// Input bytes per second over `ms`.
+double bytes_per_second(std::uint64_t n, DType type, double ms);
+
+}  // namespace detail
+}  // namespace xr
