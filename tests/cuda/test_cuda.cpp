@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -167,7 +168,7 @@ TEST_CASE("ladder order and notes") {
                                       "vector",                "single_pass",         "dynamic_tiles",
                                       "bulk_copy",             "bulk_tiles",          "atomic_global",
                                       "atomic_shared",         "tree_atomic",         "nested",
-                                      "cub",                   "auto"};
+                                      "nested_per_block",      "cub",                 "auto"};
   const auto ks = xr::cu::kernels();
   REQUIRE(ks.size() == want.size());
   for (std::size_t i = 0; i < ks.size(); ++i) {
@@ -175,8 +176,8 @@ TEST_CASE("ladder order and notes") {
     CHECK(!ks[i].note.empty());
     CHECK(ks[i].note.find('\n') == std::string::npos);
   }
-  CHECK(ks[17].kind == xr::KernelKind::Baseline);
-  CHECK(ks[18].kind == xr::KernelKind::Auto);
+  CHECK(ks[18].kind == xr::KernelKind::Baseline);
+  CHECK(ks[19].kind == xr::KernelKind::Auto);
   auto r = xr::make_reducer("cuda");
   CHECK(r->kernels().size() == want.size());
   CHECK(!r->device().empty());
@@ -297,6 +298,53 @@ TEST_CASE("multi-pass: partials reduced on the device pass after pass") {
   const auto nested = xr::cu::reduce(d.p, n, Op::Sum, nullptr, opt);
   check_value(nested, h, Op::Sum, Accumulator::Wide, "nested/32");
   CHECK(nested.launches == 3);
+}
+
+TEST_CASE("nested_per_block: a chain of child grids per block, the nested finish, the same bits on every call") {
+  const u64 n = (1u << 20) + 7;
+  const auto h = make_data<double>(n, Op::Sum, 6);
+  DevBuf<double> d(h);
+  auto run = [&](unsigned block, u64 grid) {
+    xr::RunOptions opt;
+    opt.kernel = "nested_per_block";
+    opt.block_size = block;
+    opt.grid_size = grid;
+    return xr::cu::reduce(d.p, n, Op::Sum, nullptr, opt);
+  };
+  // One block of 96: 96 -> 48 in the top grid, then children of 24, 12, 6, 3, 1, 1 threads
+  // (48 -> 24 -> 12 -> 6 -> 3 -> 2 -> 1); no finish.
+  const xr::Result one = run(96, 1);
+  check_value(one, h, Op::Sum, Accumulator::Wide, "nested_per_block 1x96");
+  CHECK(one.launches == 1 + 6);
+  // 5 blocks of 96: 5 chains, then one finish level (5 partials fit one block of k_nested).
+  const xr::Result five = run(96, 5);
+  check_value(five, h, Op::Sum, Accumulator::Wide, "nested_per_block 5x96");
+  CHECK(five.launches == 1 + 5 * 6 + 1);
+  // 300 blocks of 32: 300 chains of 4 children (32 -> 16 -> 8 -> 4 -> 2 -> 1), the finish in
+  // two levels (300 -> 2 -> 1 at 256 partials a block).
+  const xr::Result many = run(32, 300);
+  check_value(many, h, Op::Sum, Accumulator::Wide, "nested_per_block 300x32");
+  CHECK(many.launches == 1 + 300 * 4 + 2);
+  // The default grid, twice: the order of every combination is fixed, so the bits are too.
+  const xr::Result first = run(0, 0), second = run(0, 0);
+  check_value(first, h, Op::Sum, Accumulator::Wide, "nested_per_block default");
+  CHECK(first.value.same_bits(second.value));
+  // The largest grid at 64 threads, where the most launches are pending at once (every SM full
+  // of blocks, 5 children each): the device's pending-launch limit holds them all. One block
+  // more is refused.
+  int device = 0, sms = 0, blocks_per_sm = 0, threads_per_sm = 0;
+  CK(cudaGetDevice(&device));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CK(cudaDeviceGetAttribute(&blocks_per_sm, cudaDevAttrMaxBlocksPerMultiprocessor, device));
+  CK(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+  const u64 cap = u64(sms) * u64(std::min(blocks_per_sm, threads_per_sm / 64));
+  const xr::Result full = run(64, cap);
+  check_value(full, h, Op::Sum, Accumulator::Wide, "nested_per_block full grid x64");
+  CHECK(full.launches >= int(1 + cap * 5));
+  std::size_t pending = 0;
+  CK(cudaDeviceGetLimit(&pending, cudaLimitDevRuntimePendingLaunchCount));
+  CHECK(pending >= cap * 5);
+  CHECK_THROWS_AS(run(64, cap + 1), xr::InvalidArgument);
 }
 
 TEST_CASE("auto on misaligned device pointers (offset 1, 2, 3 elements)") {

@@ -45,7 +45,7 @@ const std::vector<RungEntry>& ladder() {
     for (auto& e : tree_rungs()) t.push_back(std::move(e));
     for (auto& e : grid_rungs()) t.push_back(std::move(e));
     for (auto& e : atomic_rungs()) t.push_back(std::move(e));
-    t.push_back(nested_rung());
+    for (auto& e : nested_rungs()) t.push_back(std::move(e));
     t.push_back(cub_rung());
     t.push_back(auto_rung());
     return t;

@@ -156,7 +156,7 @@ const RungEntry& rung(const std::string& name);  // InvalidArgument listing the 
 std::vector<RungEntry> tree_rungs();     // rungs_tree.cu: interleaved_divergent .. unroll_complete
 std::vector<RungEntry> grid_rungs();     // rungs_grid.cu: cascade .. single_pass, dynamic_tiles, bulk_copy
 std::vector<RungEntry> atomic_rungs();   // rungs_atomic.cu
-RungEntry nested_rung();                 // nested.cu (separable compilation)
+std::vector<RungEntry> nested_rungs();   // nested.cu (separable compilation): the CDP2 rungs
 RungEntry cub_rung();                    // cub_baseline.cu
 RungEntry auto_rung();                   // rungs_grid.cu
 const RungEntry& empty_input_entry();    // rungs_atomic.cu: n = 0 on every rung
