@@ -102,7 +102,7 @@ void check_value(const xr::Result& res, const std::vector<T>& v, Op op, Accumula
   CHECK(res.value.type == xr::result_dtype(op, xr::dtype_of<T>, acc));
   CHECK(res.n == v.size());
   CHECK(res.backend == "cuda");
-  CHECK(res.launches >= 1);
+  CHECK(res.launches >= (v.empty() ? 0 : 1));  // an empty host input launches nothing
   const Ref<T> ref = host_reduce(v, op, acc);
   if constexpr (std::is_integral_v<T>) {
     CHECK(res.value.i == ref.exact);
@@ -199,7 +199,8 @@ TEST_CASE("device pointer API: auto, every type, op and size") {
           }
           const xr::Result res = xr::cu::reduce(d.p, n, op, nullptr, opt);
           check_value(res, h, op, acc, "auto");
-          CHECK(auto_ran_its_layout(res.kernel, n * sizeof(T)));
+          // n = 0 runs no layout: one launch writes the empty value.
+          CHECK(n == 0 ? res.kernel == "auto" : auto_ran_its_layout(res.kernel, n * sizeof(T)));
           CHECK(res.launches == 1);
         }
   });
