@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One session on the GPU machine: build, tests, benchmarks; full logs under $OUT (at most 8
-# files: the device tool returns no more), a short summary last.
+# Build, tests and benchmarks on a machine with an NVIDIA GPU; full logs under $OUT (at most 8
+# files), a short summary last.
 # Stages (default all): build test ladder sweep layouts opencl exact host
 # Kernel comparisons (opencl, exact) use --host-path resident: the input is copied once and the
 # kernels are timed; the host stage measures the streamed host path end to end.

@@ -1,4 +1,4 @@
-// Experiment for the OpenCL host path on NVIDIA (issue 6; not built by CMake): the library's
+// Experiment for the OpenCL host path on NVIDIA (not built by CMake): the library's
 // streamer reaches 70-78% of the host's fill rate where a bare fill-and-write pipeline reached
 // 86-88% (probe_ocl_staging.cpp). Which of the library's extras costs it? The bare pipeline
 // (a second thread fills chunk c+1 into mapped CL_MEM_ALLOC_HOST_PTR staging while the queue

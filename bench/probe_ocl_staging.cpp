@@ -1,4 +1,4 @@
-// Experiment for the OpenCL host path on NVIDIA (issue 6; not built by CMake): is the staging
+// Experiment for the OpenCL host path on NVIDIA (not built by CMake): is the staging
 // memory the reason the OpenCL path trails CUDA's (61% of the link against 89% on one host,
 // bench/RESULTS.md)? 3 x 64 MiB staging buffers of each kind, 1 GiB moved per figure:
 //   cuda        cudaHostAlloc (the CUDA path's staging), for the fill only

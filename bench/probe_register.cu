@@ -1,4 +1,4 @@
-// Experiment for the pageable host path (issue 6; not part of the build): can registering the
+// Experiment for the pageable host path (not part of the build): can registering the
 // caller's memory chunk by chunk, on several threads, ahead of the copies, beat the staging
 // fill (a CPU memcpy into pinned buffers) that bounds today's pageable path?
 //   nvcc -O2 -std=c++17 -arch=sm_90 -o /tmp/probe_register bench/probe_register.cu -lpthread

@@ -224,7 +224,7 @@ struct BulkTiles {
 constexpr u64 kStreamingBytes = u64(64) << 20;
 
 // From this many bytes auto draws tiles (dynamic_tiles, or bulk_tiles where it uses the copy
-// engine). On an H200 (bench/RESULTS.md, session 5, calls 2, 8 and 15) bulk_tiles and
+// engine). On an H200 (bench/RESULTS.md, three layout sweeps) bulk_tiles and
 // bulk_copy ran within about 1% of each other from 1 GiB (0.975-0.996 and 0.963-1.012 of CUB's
 // time), the lead changing from run to run; the tiles' result bits do not depend on the grid.
 // On the H100 above: tiles led from
@@ -235,8 +235,8 @@ constexpr u64 kTilesBytes = u64(1) << 30;
 
 // Where the HBM is at least this fast (peak, GB/s), auto lets the copy engine stream every
 // input of kStreamingBytes or more (bulk_copy). On an H200 (4.8 TB/s; bench/RESULTS.md,
-// session 5, call 15) bulk_copy ran at 0.854-0.966 of CUB's time from 64 MB to 512 MB, where
-// the 16-byte-load single_pass took 0.875-0.988 and dynamic_tiles 0.92-1.05, and from 1 GiB
+// layout sweep) bulk_copy ran at 0.854-0.966 of CUB's time from 64 MB to 512 MB, where the
+// 16-byte-load single_pass took 0.875-0.988 and dynamic_tiles 0.92-1.05, and from 1 GiB
 // 0.987-1.003 and 1.02-1.06. On an H100 (3.35 TB/s) bulk copies ran level with segments or
 // behind them (bench/exp_tail.cu: 0.956-0.989 against 0.872-0.991), so there the
 // 16-byte-load layouts stay.

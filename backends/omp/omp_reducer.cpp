@@ -44,7 +44,8 @@ struct Outcome {
   std::uint64_t rounding_depth;
 };
 
-// rung `clause`: the OpenMP reduction clause (reference 003); one accumulator per thread, so
+// rung `clause`: the OpenMP reduction clause (Ukrainian Wikipedia, "Reduction (parallel
+// programming)"); one accumulator per thread, so
 // one element a cycle per core at best, and no NaN rule of its own (a flag adds it).
 template <Op O, class T, class A> Outcome run_clause(const T* x, std::uint64_t n, int threads) {
   using Wt = work_t<O, A>;
