@@ -1,6 +1,6 @@
 // The one-launch finish of single_pass and auto: every block's partial reaches one block,
 // which combines them in block order (so the result does not depend on which block ends
-// last). Measured on an H100 (bench/exp_finish.cu, f64 sum at 2^12..2^22, 2026-11-22): the
+// last). Measured on an H100 (docs/performance.md, "One launch"; f64 sum at 2^12..2^22, 2026-11-22): the
 // ticket finish cost 1.2-2.0 us over a kernel that only stores its partials; the published
 // slots 0.2-1.0 us less than the ticket (most at 2^20, 8 MB).
 #pragma once

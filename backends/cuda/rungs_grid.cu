@@ -96,8 +96,8 @@ struct SinglePass {
   }
 };
 
-// dynamic_tiles' tiles: 16384 packs (256 KB), measured on an H100 (bench/exp_tail.cu,
-// 2026-11-22: 64 KB, 256 KB and 1 MB tiles at 4 and 8 blocks per SM; 256 KB at 4 blocks of 256
+// dynamic_tiles' tiles: 16384 packs (256 KB), measured on an H100 (docs/performance.md,
+// "Tiles from 1 GiB", 2026-11-22: 64 KB, 256 KB and 1 MB tiles at 4 and 8 blocks per SM; 256 KB at 4 blocks of 256
 // threads per SM ran at 0.975-0.980 of CUB's time at 2^29-2^30 i32, static segments at
 // 0.983-0.991); smaller where n would make fewer than kTargetTiles tiles (about 16 for each
 // block of that grid: a fine tail), never below one pass of the block; larger where n would
@@ -139,7 +139,7 @@ struct DynamicTiles {
 };
 
 // bulk_copy's ring: 4 stages of 16 KB per block (64 KB: 3 blocks of 256 threads per SM), the
-// shape that beat CUB on an H200 (bench/exp_tail.cu, 2026-11-22: 0.954-0.986 of CUB's time at
+// shape that beat CUB on an H200 (docs/performance.md, "Bulk copies on the H200", 2026-11-22: 0.954-0.986 of CUB's time at
 // 2^27-2^30 i32, where every 16-byte-load layout took 1.01-1.10).
 constexpr unsigned kBulkStages = 4, kBulkStageBytes = 16384;
 
@@ -228,7 +228,7 @@ constexpr u64 kStreamingBytes = u64(64) << 20;
 // bulk_copy ran within about 1% of each other from 1 GiB (0.975-0.996 and 0.963-1.012 of CUB's
 // time), the lead changing from run to run; the tiles' result bits do not depend on the grid.
 // On the H100 above: tiles led from
-// 2 GiB; at 1 GiB they tied in bench/exp_tail.cu (0.970-0.973 of CUB against 0.967-0.972) and
+// 2 GiB; at 1 GiB they tied in the tiles experiment of docs/performance.md (0.970-0.973 of CUB against 0.967-0.972) and
 // led in 6 of 6 library sweeps (xr_bench_auto_vs_cub --kernels: 0.979-0.985 against
 // 0.985-0.988); at 512 MB segments led (0.953-0.964 against 0.968-0.977).
 constexpr u64 kTilesBytes = u64(1) << 30;
@@ -238,7 +238,7 @@ constexpr u64 kTilesBytes = u64(1) << 30;
 // layout sweep) bulk_copy ran at 0.854-0.966 of CUB's time from 64 MB to 512 MB, where the
 // 16-byte-load single_pass took 0.875-0.988 and dynamic_tiles 0.92-1.05, and from 1 GiB
 // 0.987-1.003 and 1.02-1.06. On an H100 (3.35 TB/s) bulk copies ran level with segments or
-// behind them (bench/exp_tail.cu: 0.956-0.989 against 0.872-0.991), so there the
+// behind them (docs/performance.md, "Bulk copies on the H200": 0.956-0.989 against 0.872-0.991), so there the
 // 16-byte-load layouts stay.
 constexpr double kBulkCopyGBps = 4000;
 
