@@ -26,8 +26,8 @@ struct Prepared {
 Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType type, Op op, const RunOptions& opt,
                  void* out);
 
-// Chunks in flight. Measured on an H100 host (bench/RESULTS.md, "Host path: chunk size and
-// depth"): pinned copies reach 52-54 GB/s from 4 MiB chunks up, so 64 MiB chunks cost nothing
+// Chunks in flight. Measured on an H100 host (docs/performance.md, "Pageable host data"):
+// pinned copies reach 52-54 GB/s from 4 MiB chunks up, so 64 MiB chunks cost nothing
 // in link rate and make the last, unhidden kernel ~25 us; 2 staging buffers filled by 8
 // threads beat 3 or 4 (15.1 vs 13.5 GB/s: more buffers only add cache and TLB misses); 3 device
 // slots let a copy start while the slot before it is still being reduced.
