@@ -15,7 +15,7 @@ OUT=${OUT:-/tmp/xr_out}
 mkdir -p "$OUT"
 for side in old new; do
   src=.; [[ $side == old ]] && src=$base
-  (cmake -S "$src" -B "build-ab-$side" -DCMAKE_BUILD_TYPE=Release -DXREDUCE_CUDA=ON -DXREDUCE_BUILD_TESTS=OFF \
+  (cmake -S "$src" -B "build-ab-$side" -DCMAKE_BUILD_TYPE=Release -DXREDUCE_CUDA=ON -DXREDUCE_BUILD_TESTS=OFF -DXREDUCE_BUILD_BENCH=ON \
      >/dev/null && cmake --build "build-ab-$side" -j 8 --target xr_bench_auto_vs_cub >/dev/null) &
 done
 wait

@@ -33,9 +33,9 @@ void check(cudaError_t e, const char* what) {
   }
 }
 
-// The vendor's datasheet DRAM bandwidth (GB/s) of the GPUs this project measures on, by
+// The vendor's datasheet DRAM bandwidth (GB/s) of the GPUs xreduce is measured on, by
 // device name: H200 (141 GB HBM3e) 4800; H100 SXM5 80GB HBM3 3350. Elsewhere the peak the
-// device reports (2 x memory clock x bus width). The target is 90% of it at n >= 2^28
+// device reports (2 x memory clock x bus width). xreduce aims at 90% of it at n >= 2^28
 // (H200: 4.3 TB/s, H100: 3.0 TB/s).
 double datasheet_gbps(const cudaDeviceProp& prop) {
   const std::string name = prop.name;

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# One session on the GPU machine: build, tests, benchmarks; full logs under $OUT (at most 8
-# files: the device tool returns no more), a short summary last.
+# Build, tests and benchmarks on a machine with an NVIDIA GPU; full logs under $OUT (at most 8
+# files), a short summary last.
 # Stages (default all): build test ladder sweep layouts opencl exact host
 # Kernel comparisons (opencl, exact) use --host-path resident: the input is copied once and the
 # kernels are timed; the host stage measures the streamed host path end to end.
-#   source .device/env.sh && bash bench/gpu_run.sh build test
+#   bash bench/gpu_run.sh [stages]      (nvcc and nvidia-smi on the PATH; see bench/README.md)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/xr_out}
@@ -22,11 +22,11 @@ say "gpu: $(cat /tmp/gpu.txt); $(date -u +%F)"
 
 if has build; then
   start=$(date +%s)
-  cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DXREDUCE_CUDA=ON -DXREDUCE_OPENCL=ON >"$OUT/build.log" 2>&1 ||
+  cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DXREDUCE_CUDA=ON -DXREDUCE_OPENCL=ON -DXREDUCE_BUILD_BENCH=ON >"$OUT/build.log" 2>&1 ||
     { tail -20 "$OUT/build.log"; exit 1; }
   cmake --build "$B" -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { grep -m 30 -E "error|Error" "$OUT/build.log"; exit 1; }
   say "build: $(($(date +%s) - start)) s"
-  grep -E "^-- +[A-Z]+: " "$OUT/build.log" | tee -a "$summary"
+  grep -E "^-- +([A-Z]+|xreduce benchmarks): " "$OUT/build.log" | tee -a "$summary"
 fi
 
 if has test; then

@@ -5,7 +5,7 @@
 //   file   the rate FileSource reads the file from a warm page cache, no device involved
 // and the end-to-end rate of: CUDA host-span sums from pageable and from page-locked memory,
 // OpenCL on the NVIDIA platform (pageable), and each backend reducing the file.
-// The host's copy rate drifts by tens of percent within a minute (bench/RESULTS.md), so the
+// The host's copy rate drifts by tens of percent within a minute (docs/performance.md), so the
 // measurements run in rounds, each round every limit and every path once, in rotating order;
 // a path's ratio is the median over rounds of its rate over its limit in the same round.
 //

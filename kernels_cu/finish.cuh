@@ -1,6 +1,6 @@
 // The one-launch finish of single_pass and auto: every block's partial reaches one block,
 // which combines them in block order (so the result does not depend on which block ends
-// last). Measured on an H100 (bench/exp_finish.cu, f64 sum at 2^12..2^22, 2026-11-22): the
+// last). Measured on an H100 (docs/performance.md, "One launch"; f64 sum at 2^12..2^22): the
 // ticket finish cost 1.2-2.0 us over a kernel that only stores its partials; the published
 // slots 0.2-1.0 us less than the ticket (most at 2^20, 8 MB).
 #pragma once
@@ -154,7 +154,7 @@ template <xr::Op O, class Acc> __device__ __forceinline__ void finish_ticket(Acc
 // order; every thread of every block calls it. gridDim.x > 1. Publish: published slots where
 // the device has 128-bit atomics (sm_90+), else the ticket. The ticket never spins, so it
 // serves where the finish's microsecond does not matter (inputs streamed from HBM): on an H100
-// (bench/RESULTS.md, 2026-11-22), auto's block segments with the published finish ran at
+// (docs/performance.md, "One launch"), auto's block segments with the published finish ran at
 // 1.003-1.024 of CUB's time at 2^29..2^30 elements, with this ticket at 0.99-1.006.
 template <xr::Op O, bool Publish, class Acc>
 __device__ __forceinline__ void finish_blocks(Acc acc, u64 epoch, Acc* out, const FinishState& f) {

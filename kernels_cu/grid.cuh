@@ -57,8 +57,8 @@ template <class In> struct alignas(16) Pack {
 // DynamicTiles: blocks draw fixed tiles from a counter (k_vec_tiles), streaming loads too.
 enum class Deal { GridStride, BlockSegments, DynamicTiles };
 
-// One LDG.128. Streaming form measured on an H100 (bench/exp_large_n.cu, 2026-11-22): a bare
-// segmented sum went from 0.955-0.991x to 0.907-0.988x of CUB's time at n = 2^26..2^30 i32.
+// One LDG.128. Streaming form measured on an H100 (docs/performance.md, "Streaming loads from
+// 64 MB"): a bare segmented sum went from 0.955-0.991x to 0.907-0.988x of CUB's time at n = 2^26..2^30 i32.
 template <Deal D, class In> __device__ __forceinline__ Pack<In> load_pack(const Pack<In>* p) {
   int4 raw;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -175,7 +175,8 @@ __global__ void __launch_bounds__(1024)
 
 // 11. dynamic_tiles (and auto from 1 GiB where it does not use the copy engine): blocks draw tiles of tile_packs packs from a
 // counter, so SMs that stream faster take more of the input; static segments leave a quarter
-// of the SMs idle for the last quarter of the kernel (bench/exp_tail.cu). Each tile is summed
+// of the SMs idle for the last quarter of the kernel (docs/performance.md, "Tiles from 1 GiB").
+// Each tile is summed
 // by one block in a fixed order and stored; the last block combines the tile partials in tile
 // order, so the result depends neither on which block drew which tile nor on the grid. Tile 0
 // also takes the misaligned head and the tail. Tiles: at most the workspace's partials.
@@ -258,7 +259,7 @@ __device__ __forceinline__ Acc reduce_stage(const Pack<In>* stage) {
 // fills (cp.async.bulk, one thread issuing, no registers held by loads in flight), and the threads
 // reduce from shared memory; a ticket combines the blocks in block order. On an H200 the 16-byte
 // loads of the rungs above stall at 4.1-4.3 TB/s where the bulk copies reach 4.4-4.6
-// (bench/exp_tail.cu). Packs after the last whole stage, and the misaligned head and tail, go
+// (docs/performance.md, "Bulk copies on the H200"). Packs after the last whole stage, and the misaligned head and tail, go
 // through plain loads. Before sm_90 the segment is read with the streaming loads of auto's block
 // segments instead.
 template <class In, class Acc, xr::Op O, unsigned Stages, unsigned StageBytes>
@@ -275,7 +276,7 @@ __global__ void __launch_bounds__(1024)
   const u64 per_block = (stages + gridDim.x - 1) / gridDim.x;
   const u64 first = min(stages, blockIdx.x * per_block), last = min(stages, first + per_block);
 #ifdef XR_BULK_COPY
-  // The ring starts 128-byte aligned, as bench/exp_tail.cu's did (dyn_shared's 16 bytes is
+  // The ring starts 128-byte aligned, as the measured bulk-copy kernel's did (dyn_shared's 16 bytes is
   // the least a bulk copy takes).
   extern __shared__ __align__(128) unsigned char xr_bulk_ring[];
   Pack<In>* ring = reinterpret_cast<Pack<In>*>(xr_bulk_ring);

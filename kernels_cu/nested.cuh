@@ -1,5 +1,6 @@
-// Rung 17, nested (reference 004), rewritten for CUDA 12+ dynamic parallelism (CDP2), which
-// has no device-side cudaDeviceSynchronize. The host launches level 0; each level reduces
+// Rung 17, nested (junstar92, "Nested Reduction (Dynamic Parallelism)"), rewritten for
+// CUDA 12+ dynamic parallelism (CDP2), which has no device-side cudaDeviceSynchronize. The
+// host launches level 0; each level reduces
 // chunks of kNestedPerThread * blockDim.x elements to one partial per block, and thread 0 of
 // block 0 launches the next level into cudaStreamTailLaunch. A tail launch starts only after
 // the whole launching grid has finished, so no block ever reads another block's unfinished

@@ -1,4 +1,5 @@
-// Rungs 1-6 of the ladder (reference 000): one value per block, a shared-memory tree.
+// Rungs 1-6 of the ladder (Harris's "Optimizing Parallel Reduction in CUDA", as worked through
+// in the Chinese notes "Parallel Reduction"): one value per block, a shared-memory tree.
 // Every kernel takes (in, n, out) and writes out[blockIdx.x]; the host runs it again on the
 // partials until one value remains. Block sizes: any 1..1024 for the first four, multiples of
 // 32 for unroll_last_warp, 128/256/512 (template) for unroll_complete. Indices are 64-bit.
@@ -83,7 +84,7 @@ __global__ void k_first_add(const In* __restrict__ in, u64 n, Acc* __restrict__ 
 
 // The last warp on shared memory without __syncthreads: s[0..count) with count <= 64 valid.
 // Race-free on Volta and later: every read of a neighbour is separated from the writes by
-// __syncwarp (reference 000's volatile-only version relies on lockstep warps, which
+// __syncwarp (Harris's volatile-only version relies on lockstep warps, which
 // independent thread scheduling no longer guarantees). Called by threads 0..31 only.
 template <xr::Op O, class Acc> __device__ __forceinline__ Acc last_warp_shared(Acc* s, unsigned count) {
   const unsigned tid = threadIdx.x;

@@ -438,7 +438,7 @@ TEST_CASE("exact: random data against MPFR") {
       check_against_oracle(make_floats(d, n, ++seed));
     }
   }
-  // Floats at the size of the largest case: one distribution.
+  // Floats at a large odd size, 2^24 + 3 elements: one distribution.
   check_against_oracle(make_floats(Dist::Uniform, (std::size_t{1} << 24) + 3, ++seed));
 }
 

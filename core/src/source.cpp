@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::size_t kBytesPerThread = std::size_t{4} << 20;
 // H100 host (16-core Xeon VM), 64 MiB into pinned memory: 28.5 GB/s with 8 threads, 38.0 with
-// 16 (bench/probe_fill.cu, bench/RESULTS.md).
+// 16 (docs/performance.md, "Pageable host data").
 constexpr unsigned kMaxThreads = 16;
 
 unsigned threads_for(std::size_t bytes, unsigned requested) {

@@ -42,7 +42,8 @@ Span share(std::uint64_t n, int t, int nt, std::uint64_t align) {
 #pragma omp declare reduction(xr_float_sum : float : omp_out += omp_in) initializer(omp_priv = -0.0f)
 #pragma omp declare reduction(xr_float_sum : double : omp_out += omp_in) initializer(omp_priv = -0.0)
 
-// rung `clause`: the OpenMP reduction clause (reference 003); one accumulator per thread, so
+// rung `clause`: the OpenMP reduction clause (Ukrainian Wikipedia, "Reduction (parallel
+// programming)"); one accumulator per thread, so
 // one element a cycle per core at best, and no NaN rule of its own (a flag adds it).
 template <Op O, class T, class A> RungValue run_clause(const T* x, std::uint64_t n, int threads) {
   using Wt = work_t<O, A>;

@@ -42,7 +42,8 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
   };
   return {
       rung("naive",
-           "interleaved tree (lid % 2s) in local memory, one element per work-item (reference 002); "
+           "interleaved tree (lid % 2s) in local memory, one element per work-item (the OpenCL "
+           "chapter 'GPU parallel reduction: analysis and optimisation'); "
            "divergent work-items, slow modulo, one work-group per 256 elements",
            Tree::Interleaved, 1, false),
       rung("divergence_free",

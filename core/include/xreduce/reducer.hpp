@@ -79,7 +79,7 @@ struct RunOptions {
   // (0: no limit beyond the defaults: 3 chunks of 64 MiB; CLI --device-mem-limit).
   std::uint64_t device_mem_limit = 0;
   // Elements per chunk of a streamed input (0: the default of 64 MiB, chosen from the transfer
-  // measurements in bench/RESULTS.md, or less when device_mem_limit asks for less).
+  // measurements in docs/performance.md, or less when device_mem_limit asks for less).
   std::uint64_t chunk_elements = 0;
 };
 

@@ -87,7 +87,7 @@ class ProgressSource final : public ChunkSource {
 };
 
 // memcpy with up to `threads` threads (0: up to 16, one per 4 MiB): one thread cannot move
-// host memory at the PCIe link's rate (bench/RESULTS.md, "Host path").
+// host memory at the PCIe link's rate (docs/performance.md, "Pageable host data").
 void parallel_copy(void* dst, const void* src, std::size_t bytes, unsigned threads = 0);
 
 // Reads one chunk of a source on its own thread, so that the caller can queue device work
