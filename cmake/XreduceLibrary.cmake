@@ -2,7 +2,9 @@
 #
 # Core and every backend compile once, into OBJECT libraries. Two libraries are made of the same
 # objects:
-#   xreduce          the installed library, shared or static (BUILD_SHARED_LIBS).
+#   xreduce          the installed library, shared or static (BUILD_SHARED_LIBS). Built with
+#                    hidden visibility: it exports what the public headers mark XR_API
+#                    (xreduce/export.hpp) and nothing else.
 #   xreduce_testing  static, never installed: the same code with every internal symbol reachable,
 #                    for the tests that call a backend's internals (tests/opencl).
 # xreduce_internal (an INTERFACE library) carries core's public and internal include paths to

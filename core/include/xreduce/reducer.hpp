@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "xreduce/exact.hpp"
+#include "xreduce/export.hpp"
 #include "xreduce/result.hpp"
 #include "xreduce/types.hpp"
 
@@ -23,7 +24,7 @@ enum class KernelKind : std::uint8_t {
   Probe,     // measures a machine limit (stream_read): its value is not a reduction
 };
 
-struct KernelInfo {
+struct XR_API KernelInfo {
   std::string name;
   std::string note;  // what it improves over the previous rung, what it still costs
   KernelKind kind = KernelKind::Rung;
@@ -78,7 +79,7 @@ struct HostArray {
   }
 };
 
-class Reducer {
+class XR_API Reducer {
  public:
   virtual ~Reducer() = default;
   virtual std::string backend() const = 0;
@@ -122,8 +123,8 @@ class Reducer {
 
 // Throws InvalidArgument unless `kernel` supports (op, type) (and exact mode, when asked for
 // a float sum); EmptyInput for min/max of nothing.
-void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n, std::string_view backend,
-                   bool exact = false);
+XR_API void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n,
+                          std::string_view backend, bool exact = false);
 
 // True when RunOptions::exact changes the computation: an f32 or f64 sum.
 constexpr bool exact_applies(Op op, DType type) { return op == Op::Sum && is_float(type); }
@@ -132,17 +133,17 @@ constexpr bool exact_applies(Op op, DType type) { return op == Op::Sum && is_flo
 // default bytes, lowered so that `buffers` chunks fit in options.device_mem_limit (when set).
 // Throws InvalidArgument when the limit cannot hold `buffers` elements, or when
 // chunk_elements does not fit it.
-std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, unsigned buffers,
-                             std::uint64_t default_bytes = std::uint64_t{64} << 20);
+XR_API std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, unsigned buffers,
+                                    std::uint64_t default_bytes = std::uint64_t{64} << 20);
 
 // The per-repetition times of a streamed reduction; fill() sets the Result fields they give
 // (repeats, kernel_ms, transfer_ms, total_ms as medians; chunks; bytes_per_s end to end).
-struct StreamTimes {
+struct XR_API StreamTimes {
   std::vector<double> kernel_ms, transfer_ms, total_ms;
   void fill(Result& r, std::uint64_t n, DType type, std::uint64_t chunks) const;
 };
 
 // Median of a non-empty sample (the mean of the middle two for even sizes).
-double median(std::vector<double> sample);
+XR_API double median(std::vector<double> sample);
 
 }  // namespace xr
