@@ -4,8 +4,7 @@ include(CMakePackageConfigHelpers)
 install(TARGETS xreduce EXPORT xreduceTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT xreduceTargets NAMESPACE xreduce:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xreduce)
 set(XREDUCE_BACKENDS "")
 foreach(name OPENMP CUDA OPENCL)
@@ -13,6 +12,19 @@ foreach(name OPENMP CUDA OPENCL)
     list(APPEND XREDUCE_BACKENDS ${name})
   endif()
 endforeach()
+# What xreduceConfig.cmake finds: a static libxreduce leaves its dependencies to the
+# application's link (cmake/xreduceConfig.cmake.in).
+get_target_property(xr_type xreduce TYPE)
+if(xr_type STREQUAL "STATIC_LIBRARY")
+  set(XREDUCE_STATIC TRUE)
+else()
+  set(XREDUCE_STATIC FALSE)
+endif()
+if(OpenMP_CXX_FOUND)
+  set(XREDUCE_LINKS_OPENMP TRUE)
+else()
+  set(XREDUCE_LINKS_OPENMP FALSE)
+endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/xreduceConfig.cmake.in
   ${PROJECT_BINARY_DIR}/xreduceConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xreduce)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/xreduceConfigVersion.cmake

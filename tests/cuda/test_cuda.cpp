@@ -200,7 +200,7 @@ TEST_CASE("device pointer API: auto, every type, op and size") {
           const xr::Result res = xr::cu::reduce(d.p, n, op, nullptr, opt);
           check_value(res, h, op, acc, "auto");
           // n = 0 runs no layout: one launch writes the empty value.
-          CHECK(n == 0 ? res.kernel == "auto" : auto_ran_its_layout(res.kernel, n * sizeof(T)));
+          CHECK((n == 0 ? res.kernel == "auto" : auto_ran_its_layout(res.kernel, n * sizeof(T))));
           CHECK(res.launches == 1);
         }
   });

@@ -5,12 +5,13 @@
 #include <memory>
 #include <string_view>
 
+#include "xreduce/export.hpp"
 #include "xreduce/reducer.hpp"
 #include "xreduce/types.hpp"
 
 namespace xr {
 
-class HostBuffer {
+class XR_API HostBuffer {
  public:
   HostBuffer() = default;
   HostBuffer(DType type, std::uint64_t n);  // 64-byte aligned, uninitialised
@@ -39,11 +40,11 @@ enum class Dist : std::uint8_t {
                  // multiplication gives the same exact product, no overflow
 };
 
-std::string_view to_string(Dist d);
-Dist parse_dist(std::string_view text);  // throws InvalidArgument
+XR_API std::string_view to_string(Dist d);
+XR_API Dist parse_dist(std::string_view text);  // throws InvalidArgument
 
 // Element i depends only on (seed, i, dist, type): the same bytes on every machine and for
 // every thread count.
-HostBuffer generate(DType type, std::uint64_t n, Dist dist, std::uint64_t seed);
+XR_API HostBuffer generate(DType type, std::uint64_t n, Dist dist, std::uint64_t seed);
 
 }  // namespace xr

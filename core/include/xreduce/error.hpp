@@ -4,33 +4,35 @@
 #include <stdexcept>
 #include <string>
 
+#include "xreduce/export.hpp"
+
 namespace xr {
 
-class Error : public std::runtime_error {
+class XR_API Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 // A bad argument from the caller: unknown name, unsupported (kernel, op, type), bad size.
-class InvalidArgument : public Error {
+class XR_API InvalidArgument : public Error {
  public:
   using Error::Error;
 };
 
 // min or max of zero elements: there is no value to return.
-class EmptyInput : public InvalidArgument {
+class XR_API EmptyInput : public InvalidArgument {
  public:
   using InvalidArgument::InvalidArgument;
 };
 
 // An input file that cannot be read or parsed; the message names the file and the problem.
-class InputError : public Error {
+class XR_API InputError : public Error {
  public:
   using Error::Error;
 };
 
 // The backend was not compiled in, or has no usable device now; what() gives the reason.
-class BackendUnavailable : public Error {
+class XR_API BackendUnavailable : public Error {
  public:
   BackendUnavailable(std::string backend, const std::string& reason)
       : Error(backend + " backend unavailable: " + reason), backend_(std::move(backend)) {}
@@ -42,7 +44,7 @@ class BackendUnavailable : public Error {
 
 // A device API call failed. code() is the native code (cudaError_t, cl_int), code_name()
 // its symbolic name (cudaErrorMemoryAllocation, CL_OUT_OF_RESOURCES).
-class DeviceError : public Error {
+class XR_API DeviceError : public Error {
  public:
   DeviceError(const std::string& what, int code, std::string code_name)
       : Error(what), code_(code), code_name_(std::move(code_name)) {}
@@ -55,7 +57,7 @@ class DeviceError : public Error {
 };
 
 // Device code failed to compile at run time; log() is the compiler's build log.
-class KernelBuildError : public DeviceError {
+class XR_API KernelBuildError : public DeviceError {
  public:
   KernelBuildError(const std::string& what, int code, std::string code_name, std::string log)
       : DeviceError(what, code, std::move(code_name)), log_(std::move(log)) {}

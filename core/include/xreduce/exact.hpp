@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "xreduce/export.hpp"
+
 namespace xr {
 
 // A fixed-point superaccumulator wide enough for every double from the smallest subnormal to
@@ -23,7 +25,7 @@ namespace xr {
 // splitting m << ((e+1074) % 32) into three 32-bit digits added to limbs (e+1074)/32 + {0,1,2};
 // a float into two. Since |digit| < 2^32, a limb may take 2^30 additions between
 // normalisations.
-class ExactSum {
+class XR_API ExactSum {
  public:
   static constexpr int kLimbs = 68;            // 68 * 32 = 2176 bits >= 2098 + 64 headroom
   static constexpr int kDigitBits = 32;        // digit bits per limb (weight step)

@@ -6,19 +6,20 @@
 #include <string_view>
 
 #include "xreduce/buffer.hpp"
+#include "xreduce/export.hpp"
 
 namespace xr {
 
 enum class FileFormat : std::uint8_t { Auto, Raw, Npy, Text };
-FileFormat parse_file_format(std::string_view text);
+XR_API FileFormat parse_file_format(std::string_view text);
 
 // Auto picks .npy by its magic bytes, Text for .txt/.csv, Raw otherwise. Raw and Text take
 // the element type from `type` (required for Raw; Text defaults to f64); .npy takes it from
 // its header, and a `type` that disagrees is an error. Throws InputError naming the file and
 // the problem: unreadable, truncated, size not a multiple of the element size, unsupported
 // .npy dtype, an unparsable line (with its number).
-HostBuffer load_file(const std::string& path, std::optional<DType> type = std::nullopt,
-                     FileFormat format = FileFormat::Auto);
+XR_API HostBuffer load_file(const std::string& path, std::optional<DType> type = std::nullopt,
+                            FileFormat format = FileFormat::Auto);
 
 // Where the elements of a raw or .npy file lie, checked as load_file checks them (the same
 // errors), without reading the data. A text file has no fixed layout: InvalidArgument.
@@ -29,10 +30,10 @@ struct FileLayout {
   std::uint64_t data_offset = 0;        // byte offset of element 0
   std::uint64_t file_size = 0;          // bytes
 };
-FileLayout inspect_file(const std::string& path, std::optional<DType> type = std::nullopt,
-                        FileFormat format = FileFormat::Auto);
+XR_API FileLayout inspect_file(const std::string& path, std::optional<DType> type = std::nullopt,
+                               FileFormat format = FileFormat::Auto);
 
-void save_raw(const std::string& path, HostArray data);
-void save_npy(const std::string& path, HostArray data);
+XR_API void save_raw(const std::string& path, HostArray data);
+XR_API void save_npy(const std::string& path, HostArray data);
 
 }  // namespace xr

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "xreduce/exact.hpp"
+#include "xreduce/export.hpp"
 #include "xreduce/result.hpp"
 #include "xreduce/types.hpp"
 
@@ -29,7 +30,7 @@ enum class KernelKind : std::uint8_t {
 
 // Which block (work-group) sizes a rung accepts: [min, max] in steps of `multiple`, or exactly
 // the sizes in `only` (0 there: the rung's own choice, as CUB makes).
-struct BlockRule {
+struct XR_API BlockRule {
   unsigned min = 1, max = 1024, multiple = 1;
   std::vector<unsigned> only;
   unsigned preferred = 0;  // what RunOptions::block_size 0 runs (0: the device's choice)
@@ -37,7 +38,7 @@ struct BlockRule {
   std::string describe() const;  // "32..1024 in multiples of 32", "128, 256, 512"
 };
 
-struct KernelInfo {
+struct XR_API KernelInfo {
   std::string name;
   std::string note;  // what it improves over the previous rung, what it still costs
   KernelKind kind = KernelKind::Rung;
@@ -93,7 +94,7 @@ struct HostArray {
   }
 };
 
-class Reducer {
+class XR_API Reducer {
  public:
   virtual ~Reducer() = default;
   virtual std::string backend() const = 0;
@@ -132,8 +133,8 @@ class Reducer {
 
 // Throws InvalidArgument unless `kernel` supports (op, type) (and exact mode, when asked for
 // a float sum); EmptyInput for min/max of nothing.
-void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n, std::string_view backend,
-                   bool exact = false);
+XR_API void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n,
+                          std::string_view backend, bool exact = false);
 
 // True when RunOptions::exact changes the computation: an f32 or f64 sum.
 constexpr bool exact_applies(Op op, DType type) { return op == Op::Sum && is_float(type); }
@@ -142,10 +143,10 @@ constexpr bool exact_applies(Op op, DType type) { return op == Op::Sum && is_flo
 // default bytes, lowered so that `buffers` chunks fit in options.device_mem_limit (when set).
 // Throws InvalidArgument when the limit cannot hold `buffers` elements, or when
 // chunk_elements does not fit it.
-std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, unsigned buffers,
-                             std::uint64_t default_bytes = std::uint64_t{64} << 20);
+XR_API std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, unsigned buffers,
+                                    std::uint64_t default_bytes = std::uint64_t{64} << 20);
 
 // Median of a non-empty sample (the mean of the middle two for even sizes).
-double median(std::vector<double> sample);
+XR_API double median(std::vector<double> sample);
 
 }  // namespace xr

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "xreduce/export.hpp"
 #include "xreduce/reducer.hpp"
 #include "xreduce/result.hpp"
 
@@ -17,10 +18,10 @@ struct Reference {
   DType type = DType::F32;
 };
 
-Reference reference_reduce(HostArray in, Op op, Accumulator acc = Accumulator::Wide);
+XR_API Reference reference_reduce(HostArray in, Op op, Accumulator acc = Accumulator::Wide);
 // The same for a streamed source, read in chunks of `chunk_bytes` (memory stays bounded).
-Reference reference_reduce(ChunkSource& source, Op op, Accumulator acc = Accumulator::Wide,
-                           std::uint64_t chunk_bytes = std::uint64_t{64} << 20);
+XR_API Reference reference_reduce(ChunkSource& source, Op op, Accumulator acc = Accumulator::Wide,
+                                  std::uint64_t chunk_bytes = std::uint64_t{64} << 20);
 
 struct Agreement {
   bool ok = false;
@@ -34,10 +35,10 @@ struct Agreement {
 // the unit roundoff of the result type; float products (d + 1) * u * |ref|.
 // With `exact` (RunOptions::exact), float sums must match the reference bit for bit; the
 // detail then says by how many ulps they differ.
-Agreement check_result(const Result& result, const Reference& ref, bool exact = false);
+XR_API Agreement check_result(const Result& result, const Reference& ref, bool exact = false);
 
 // Distance in units in the last place between two finite values of one float type
 // (0 for equal bits; +0 and -0 are 1 apart).
-std::uint64_t ulp_distance(const Scalar& a, const Scalar& b);
+XR_API std::uint64_t ulp_distance(const Scalar& a, const Scalar& b);
 
 }  // namespace xr

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "xreduce/export.hpp"
 #include "xreduce/reducer.hpp"
 
 namespace xr {
@@ -29,13 +30,13 @@ struct BackendStatus {
 };
 
 // "cuda", "opencl", "omp": every backend xreduce knows, compiled in or not.
-std::vector<std::string> backend_names();
-BackendStatus backend_status(std::string_view name);
-std::vector<BackendStatus> backend_statuses();
+XR_API std::vector<std::string> backend_names();
+XR_API BackendStatus backend_status(std::string_view name);
+XR_API std::vector<BackendStatus> backend_statuses();
 // The usable ones, in backend_names() order.
-std::vector<std::string> available_backends();
+XR_API std::vector<std::string> available_backends();
 
 // Throws InvalidArgument for an unknown name, BackendUnavailable with the reason otherwise.
-std::unique_ptr<Reducer> make_reducer(std::string_view name, const BackendOptions& options = {});
+XR_API std::unique_ptr<Reducer> make_reducer(std::string_view name, const BackendOptions& options = {});
 
 }  // namespace xr

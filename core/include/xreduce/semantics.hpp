@@ -17,6 +17,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "xreduce/export.hpp"
 #include "xreduce/types.hpp"
 
 namespace xr {
@@ -117,6 +118,6 @@ template <class T> T combine(Op op, T a, T b) {
 }
 
 // Throws EmptyInput for min/max of zero elements. Every entry point calls it.
-void require_value_exists(Op op, std::uint64_t n);
+XR_API void require_value_exists(Op op, std::uint64_t n);
 
 }  // namespace xr

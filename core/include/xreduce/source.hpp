@@ -12,13 +12,14 @@
 #include <string>
 #include <thread>
 
+#include "xreduce/export.hpp"
 #include "xreduce/io.hpp"
 #include "xreduce/reducer.hpp"
 #include "xreduce/types.hpp"
 
 namespace xr {
 
-class ChunkSource {
+class XR_API ChunkSource {
  public:
   virtual ~ChunkSource() = default;
   virtual DType type() const = 0;
@@ -33,7 +34,7 @@ class ChunkSource {
 };
 
 // Host memory as a source; read() copies with several threads (parallel_copy).
-class ArraySource final : public ChunkSource {
+class XR_API ArraySource final : public ChunkSource {
  public:
   explicit ArraySource(HostArray array) : array_(array) {}
   DType type() const override { return array_.type; }
@@ -49,7 +50,7 @@ class ArraySource final : public ChunkSource {
 // A raw binary or .npy file (text files have no fixed layout: InvalidArgument). The layout is
 // checked when it opens (the errors of load_file); read() uses pread from several threads.
 // A file that shrinks while it is read gives InputError with the byte offset it ends at.
-class FileSource final : public ChunkSource {
+class XR_API FileSource final : public ChunkSource {
  public:
   explicit FileSource(std::string path, std::optional<DType> type = std::nullopt,
                       FileFormat format = FileFormat::Auto);
@@ -71,7 +72,7 @@ class FileSource final : public ChunkSource {
 
 // Wraps a source and calls report(bytes_read, bytes_total) after every read (the CLI prints
 // progress from it; the library itself never prints).
-class ProgressSource final : public ChunkSource {
+class XR_API ProgressSource final : public ChunkSource {
  public:
   using Report = std::function<void(std::uint64_t bytes_read, std::uint64_t bytes_total)>;
   ProgressSource(ChunkSource& inner, Report report) : inner_(inner), report_(std::move(report)) {}
@@ -88,11 +89,11 @@ class ProgressSource final : public ChunkSource {
 
 // memcpy with up to `threads` threads (0: up to 16, one per 4 MiB): one thread cannot move
 // host memory at the PCIe link's rate (docs/performance.md, "Pageable host data").
-void parallel_copy(void* dst, const void* src, std::size_t bytes, unsigned threads = 0);
+XR_API void parallel_copy(void* dst, const void* src, std::size_t bytes, unsigned threads = 0);
 
 // Reads one chunk of a source on its own thread, so that the caller can queue device work
 // meanwhile. join() waits and rethrows what the read threw; the destructor waits too.
-class ChunkReader {
+class XR_API ChunkReader {
  public:
   ChunkReader() = default;
   ChunkReader(const ChunkReader&) = delete;

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "xreduce/export.hpp"
+
 namespace xr {
 
 // The operations, one row each: enumerator, name. What each means (identity, how two values
@@ -62,20 +64,20 @@ constexpr const TypeInfo& type_info(DType t) { return type_table[static_cast<std
 // and wraps modulo 2^32. Other (op, type) pairs ignore it.
 enum class Accumulator : std::uint8_t { Wide, Native };
 
-std::string_view to_string(Op op);
-std::string_view to_string(DType type);
-std::string_view to_string(Accumulator acc);
+XR_API std::string_view to_string(Op op);
+XR_API std::string_view to_string(DType type);
+XR_API std::string_view to_string(Accumulator acc);
 // Case-insensitive; accepts "sum|add|+", "prod|product|mul|*", "min", "max" and
 // "i32|int32|int", "i64|int64|long", "f32|float32|float", "f64|float64|double".
 // Throws InvalidArgument naming the accepted spellings.
-Op parse_op(std::string_view text);
-DType parse_dtype(std::string_view text);
+XR_API Op parse_op(std::string_view text);
+XR_API DType parse_dtype(std::string_view text);
 
 // "512 B", "64.0 MiB", "1.5 GiB".
-std::string format_bytes(std::uint64_t bytes);
+XR_API std::string format_bytes(std::uint64_t bytes);
 // "4096", "256K", "256M", "1G", "1.5G", "64MiB", "2GB" (K/M/G/T are powers of 1024, with or
 // without "iB"/"B"); throws InvalidArgument for anything else, zero or an overflow.
-std::uint64_t parse_bytes(std::string_view text);
+XR_API std::uint64_t parse_bytes(std::string_view text);
 
 constexpr std::size_t size_of(DType t) { return type_info(t).size; }
 constexpr bool is_float(DType t) { return type_info(t).is_float; }
@@ -125,7 +127,7 @@ constexpr DType result_dtype(Op op, DType in, Accumulator acc = Accumulator::Wid
 }
 
 // A value of any DType. Integers live in `i`, floats in `f` (an f32 widens to f64 exactly).
-struct Scalar {
+struct XR_API Scalar {
   DType type = DType::I64;
   std::int64_t i = 0;
   double f = 0.0;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "xreduce/export.hpp"
 #include "xreduce/reducer.hpp"
 #include "xreduce/result.hpp"
 #include "xreduce/types.hpp"
@@ -29,22 +30,22 @@ namespace xr::cuda {
 // (value, launches, kernel_ms from CUDA events as the median of options.repeat runs after
 // options.warmup, transfer_ms = the copy of the result to the host).
 template <class T>
-Result reduce(const T* dev_ptr, std::uint64_t n, Op op, cudaStream_t stream = nullptr,
-              const RunOptions& options = {});
+XR_API Result reduce(const T* dev_ptr, std::uint64_t n, Op op, cudaStream_t stream = nullptr,
+                     const RunOptions& options = {});
 
 // Asynchronous: enqueues the reduction on `stream` and returns at once. dev_result (device
 // memory on the same device, aligned to its size) receives one value of type
 // result_dtype(op, dtype_of<T>, accumulator): for an i32 sum with Accumulator::Wide that is
 // an int64_t. Argument errors throw before anything is enqueued.
 template <class T>
-void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cudaStream_t stream = nullptr,
-                  Accumulator accumulator = Accumulator::Wide);
+XR_API void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result,
+                         cudaStream_t stream = nullptr, Accumulator accumulator = Accumulator::Wide);
 template <class T>
-void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cudaStream_t stream,
-                  const RunOptions& options);
+XR_API void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cudaStream_t stream,
+                         const RunOptions& options);
 
 // The CUDA ladder (same as Reducer::kernels() of the "cuda" backend).
-std::vector<KernelInfo> kernels();
+XR_API std::vector<KernelInfo> kernels();
 
 // The entry points for element type T, declared (`extern`, here) and defined (backend.cpp)
 // for every row of core's type table.

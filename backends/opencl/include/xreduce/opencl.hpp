@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "xreduce/export.hpp"
 #include "xreduce/reducer.hpp"
 #include "xreduce/result.hpp"
 #include "xreduce/types.hpp"
@@ -44,8 +45,8 @@ namespace xr::opencl {
 // Throws InvalidArgument (unknown rung, unsupported op/type such as f64 on a device without
 // cl_khr_fp64, a range beyond the buffer, a buffer of another context, a work-group size the
 // kernel does not allow), EmptyInput (min/max of nothing), KernelBuildError, DeviceError.
-Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::uint64_t n,
-              DType type, Op op, const RunOptions& options = {});
+XR_API Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::uint64_t n,
+                     DType type, Op op, const RunOptions& options = {});
 
 template <class T>
 Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::uint64_t n, Op op,
@@ -54,15 +55,15 @@ Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::
 }
 
 // The ladder as it runs on `device` (f64 is listed only where the device has cl_khr_fp64).
-std::vector<KernelInfo> kernels(cl_device_id device);
+XR_API std::vector<KernelInfo> kernels(cl_device_id device);
 
 // The symbolic name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), or "CL_ERROR_<code>".
-const char* error_name(cl_int code);
+XR_API const char* error_name(cl_int code);
 
 // Programs are built once per (context, device, source, build options) and cached for the
 // life of the process; a cached program keeps its context alive. Releasing them:
-void clear_program_cache();
-std::size_t program_cache_size();
+XR_API void clear_program_cache();
+XR_API std::size_t program_cache_size();
 
 }  // namespace xr::opencl
 
