@@ -78,6 +78,18 @@ struct HostArray {
   }
 };
 
+// Threads: every function of xreduce may be called from any number of threads at once, and a
+// Reducer may be shared by them: concurrent calls on one Reducer each return their own caller's
+// result. How they proceed depends on the backend:
+//   omp     no state between calls: concurrent calls run in parallel, each with its own team
+//           of RunOptions::threads.
+//   opencl  one in-order command queue per Reducer: streamed calls (HostPath::Stream, sources)
+//           are serialised, as they share its staging buffers; resident calls enqueue their own
+//           buffers on that queue concurrently, so their commands interleave.
+//   cuda    one stream per Reducer: calls are serialised.
+// For device work that overlaps, give each thread a Reducer of its own. Device discovery
+// happens once per process. A ChunkSource is read by one reduction at a time (ArraySource and
+// FileSource may be shared, their reads are independent).
 class Reducer {
  public:
   virtual ~Reducer() = default;
