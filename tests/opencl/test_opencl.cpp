@@ -410,4 +410,31 @@ TEST_CASE("the program cache is reused across reductions and reducers, and can b
   CHECK(ocl::program_cache_size() >= 1);
 }
 
+TEST_CASE("a streaming reducer releases every buffer it created: the shared context's references return") {
+  for (const auto& t : targets()) {
+    INFO(t.label());
+    const cl_context context = od::shared_context(t.caps);
+    const auto references = [&] {
+      cl_uint count = 0;
+      od::check(clGetContextInfo(context, CL_CONTEXT_REFERENCE_COUNT, sizeof count, &count, nullptr),
+                "clGetContextInfo");
+      return count;
+    };
+    const HostBuffer x = generate(DType::I32, 100003, Dist::Uniform, 5);
+    BackendOptions o;
+    o.platform = t.platform;
+    RunOptions chunks;
+    chunks.chunk_elements = 4096;  // 25 chunks: staging buffers, slots, chunk results, scratch
+    const auto stream_once = [&] {
+      auto reducer = make_reducer("opencl", o);
+      expect_agrees(reducer->reduce(x.view(), Op::Sum, chunks), x.view(), Op::Sum, Accumulator::Wide, "streamed");
+      return references();
+    };
+    stream_once();  // builds and caches the programs, which hold the context as long as they live
+    const cl_uint before = references();
+    CHECK(stream_once() > before);
+    CHECK(references() == before);
+  }
+}
+
 int main(int argc, char** argv) { return xr::ocl_test::run_on_targets(argc, argv, "opencl"); }

@@ -32,6 +32,7 @@ HostStreamer::HostStreamer(const DeviceCaps& caps, cl_context context, cl_comman
 HostStreamer::~HostStreamer() {
   drain();
   release_buffers();
+  if (results_) clReleaseMemObject(results_);
 }
 
 void HostStreamer::drain() noexcept {
