@@ -155,6 +155,11 @@ json to_json(const Row& row, const Reference& ref) {
   j["value_type"] = to_string(r.value.type);
   j["reference"] = ref.value.to_string();
   j["agrees"] = row.agreement.ok;
+  j["detail"] = row.agreement.detail;
+  if (row.agreement.overflow) {  // error and bound are infinite, which JSON cannot hold
+    j["overflow"] = true;
+    return j;
+  }
   j["error"] = row.agreement.error;
   j["bound"] = row.agreement.bound;
   return j;

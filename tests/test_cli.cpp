@@ -208,3 +208,22 @@ TEST_CASE("--device-mem-limit, --chunk and --host-path are checked") {
   const Run bad = cli("--backend omp --host-path sideways");
   CHECK(bad.code == 2);
 }
+
+TEST_CASE("a plain f32 sum that overflows: the record says so and points to --exact") {
+  const std::string txt = scratch("overflow.txt", "3.4e38\n3.4e38\n-3.4e38\n");
+  const Run j = cli("--backend omp --json --type f32 --repeat 1 --warmup 0 --input " + txt);
+  CHECK_MESSAGE(j.code == 1, j.out);
+  const auto row = nlohmann::json::parse(j.out).at(0);
+  CHECK(row.at("value").get<std::string>() == "inf");
+  CHECK_FALSE(row.at("agrees").get<bool>());
+  CHECK(row.at("overflow").get<bool>());
+  CHECK_FALSE(row.contains("error"));
+  CHECK_FALSE(row.contains("bound"));
+  CHECK(row.at("detail").get<std::string>().find("--exact") != std::string::npos);
+  const Run table = cli("--backend omp --type f32 --repeat 1 --warmup 0 --input " + txt);
+  CHECK(table.code == 1);
+  CHECK_MESSAGE(table.out.find("overflowed") != std::string::npos, table.out);
+  CHECK_MESSAGE(table.out.find("--exact") != std::string::npos, table.out);
+  const Run exact = cli("--backend omp --json --type f32 --exact --repeat 1 --warmup 0 --input " + txt);
+  CHECK_MESSAGE(exact.code == 0, exact.out);
+}
