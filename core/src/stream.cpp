@@ -10,8 +10,7 @@
 namespace xr {
 
 Result Reducer::reduce(ChunkSource& source, Op op, const RunOptions& options) {
-  if (options.repeat < 1) throw InvalidArgument("reduce: repeat must be at least 1");
-  if (options.warmup < 0) throw InvalidArgument("reduce: warmup must not be negative");
+  check_options(options);
   const KernelInfo k = kernel(options.kernel);
   check_request(k, op, source.type(), source.size(), backend(), options.exact);
   Result r = run_stream(source, op, options, k);
