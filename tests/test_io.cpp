@@ -185,11 +185,13 @@ TEST_CASE(".npy headers are parsed as the Python literal they are") {
     }
     expect_refused(p, expect);
   }
-  for (const auto& [dict, n] : std::vector<std::pair<std::string, std::uint64_t>>{
+  for (const auto& shape_case : std::vector<std::pair<std::string, std::uint64_t>>{
            {"{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", 3},
            {"{\"shape\": (3, 1), \"fortran_order\": True, \"descr\": \"<f8\"}", 3},
            {"{'descr':'<f8','fortran_order':False,'shape':(1,3,)}", 3},
            {"{'descr': '<f8', 'fortran_order': False, 'shape': ()}", 1}}) {
+    const std::string& dict = shape_case.first;  // not a structured binding: doctest's macros capture it
+    const std::uint64_t n = shape_case.second;
     write_bytes(p, npy_bytes(dict, f8.substr(0, n * 8)));
     const HostBuffer x = load_file(p.string());
     CHECK_MESSAGE(x.size() == n, dict);
