@@ -73,7 +73,8 @@ TEST_CASE("named values outside their sets are refused") {
            {"--host-path sideways", "--host-path"},
            {"--input /nonexistent/x.bin --type f32", "cannot open"},
            {"--save /nonexistent/dir/x.npy", "cannot open"},
-           {"--type $'f32\\nx'", "f32\\nx"}})
+           {"--type \"$(printf 'f32\\nx')\"", "unknown type 'f32\\nx'"},
+           {"--kernel \"$(printf 'a\\tb')\"", "kernel 'a\\tb'"}})
     expect_refused(kBase + args, says);
 }
 

@@ -203,6 +203,10 @@ TEST_CASE(".npy headers are parsed as the Python literal they are") {
 TEST_CASE("errors are one line: control characters escaped, quoted input cut") {
   CHECK(printable("a\nb\tc\x01") == "a\\nb\\tc\\x01");
   CHECK(printable(std::string(200, 'y'), 80) == std::string(80, 'y') + "... (200 bytes)");
+  CHECK_THROWS_WITH_AS(parse_dtype("f32\nx"), doctest::Contains("'f32\\nx'"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(parse_file_format("a\rb"), doctest::Contains("'a\\rb'"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(parse_bytes("1\n2"), doctest::Contains("'1\\n2'"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(make_reducer("om\np"), doctest::Contains("'om\\np'"), InvalidArgument);
   const auto p = scratch("nl.npy");
   write_bytes(p, npy_bytes("{'descr': '<x9\n\n',\n 'fortran_order': False, 'shape': (3,), }", ""));
   expect_refused(p, "malformed .npy header");

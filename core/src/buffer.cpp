@@ -102,7 +102,7 @@ std::string_view to_string(Dist d) {
 Dist parse_dist(std::string_view text) {
   for (Dist d : {Dist::Uniform, Dist::Normal, Dist::Ones, Dist::Cancel, Dist::ExactProduct})
     if (text == to_string(d)) return d;
-  throw InvalidArgument("unknown distribution '" + std::string(text) +
+  throw InvalidArgument("unknown distribution '" + printable(text) +
                         "' (expected uniform, normal, ones, cancel or exact_product)");
 }
 

@@ -32,7 +32,7 @@ KernelInfo Reducer::kernel(std::string_view name) const {
     if (k.name == name) return k;
   std::string known;
   for (const auto& k : list) known += (known.empty() ? "" : ", ") + k.name;
-  throw InvalidArgument("unknown " + backend() + " kernel '" + std::string(name) + "' (known: " + known + ")");
+  throw InvalidArgument("unknown " + backend() + " kernel '" + printable(name) + "' (known: " + known + ")");
 }
 
 unsigned max_threads() { return 64 * std::max(1u, std::thread::hardware_concurrency()); }

@@ -37,7 +37,7 @@ const BackendEntry kBackends[] = {
 const BackendEntry& find_entry(std::string_view name) {
   for (const auto& e : kBackends)
     if (name == e.name) return e;
-  throw InvalidArgument("unknown backend '" + std::string(name) + "' (expected cuda, opencl or omp)");
+  throw InvalidArgument("unknown backend '" + printable(name) + "' (expected cuda, opencl or omp)");
 }
 
 }  // namespace

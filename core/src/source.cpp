@@ -111,7 +111,8 @@ FileSource::~FileSource() {
 
 void FileSource::read(std::uint64_t first, std::uint64_t count, void* dst) {
   if (first > layout_.n || count > layout_.n - first)
-    throw InvalidArgument(path_ + ": elements " + std::to_string(first) + ".." + std::to_string(first + count) +
+    throw InvalidArgument(printable(path_, 256) + ": elements " + std::to_string(first) + ".." +
+                          std::to_string(first + count) +
                           " past its " + std::to_string(layout_.n));
   const std::size_t elem = size_of(layout_.type);
   const std::uint64_t base = layout_.data_offset + first * elem;
@@ -142,8 +143,9 @@ void FileSource::read(std::uint64_t first, std::uint64_t count, void* dst) {
   });
   if (stop_at == ~std::uint64_t{0}) return;
   if (stop_errno)
-    throw InputError(path_ + ": read error at byte " + std::to_string(stop_at) + ": " + std::strerror(stop_errno));
-  throw InputError(path_ + ": truncated: ends at byte " + std::to_string(stop_at) + ", expected " +
+    throw InputError(printable(path_, 256) + ": read error at byte " + std::to_string(stop_at) + ": " +
+                     std::strerror(stop_errno));
+  throw InputError(printable(path_, 256) + ": truncated: ends at byte " + std::to_string(stop_at) + ", expected " +
                    std::to_string(expected) + " bytes");
 }
 
