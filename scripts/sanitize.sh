@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sanitizer stages of the test suite (scripts/test.sh runs them after the release tests):
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer with LeakSanitizer on, in build-asan
-#         (g++, no CUDA): the library, reduce_cli, and the core, OpenMP, OpenCL, thread, CLI
+#         (g++, no CUDA): the library, reduce_cli, and the core, OpenMP, OpenCL, exact, thread, CLI
 #         and fuzz suites. Any report fails the stage.
 #   tsan  ThreadSanitizer in build-tsan: the core and OpenMP suites, built with clang against
 #         LLVM's OpenMP runtime, whose Archer tool tells TSan about OpenMP's barriers and
@@ -18,7 +18,7 @@ asan() {
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXREDUCE_CUDA=OFF \
     -DXREDUCE_SANITIZE=address,undefined >/dev/null || return 1
   cmake --build build-asan -j "$jobs" --target reduce_cli xr_test_core xr_test_backends xr_test_threads \
-    xr_test_cli xr_test_fuzz xr_test_opencl xr_test_opencl_exact || return 1
+    xr_test_exact_device xr_test_cli xr_test_fuzz xr_test_opencl xr_test_opencl_exact || return 1
   # use_sigaltstack=0: LLVM inside PoCL gives its threads alternate signal stacks, which ASan
   # would unmap as its own when those threads end (a CHECK failure, not a finding).
   # PoCL's compiler leaks when it builds a kernel missing from its cache (stacks end in
@@ -28,7 +28,7 @@ asan() {
   ASAN_OPTIONS=detect_leaks=1:use_sigaltstack=0:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure \
-    -R '^(core|backends\.(omp|opencl)|threads\.(omp|opencl)|opencl|opencl_exact|cli|fuzz_inputs)$'
+    -R '^(core|backends\.(omp|opencl)|threads\.(omp|opencl)|opencl|opencl_exact|exact_device|cli|fuzz_inputs)$'
 }
 
 tsan() {
