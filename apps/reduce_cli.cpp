@@ -6,9 +6,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -30,17 +33,18 @@ struct Args {
   std::string op = "sum";
   std::optional<std::string> type;
   std::string n_text = "2^24";
+  bool n_given = false;  // --n on the command line: with --input, it bounds the elements read
   std::string dist = "uniform";
-  std::uint64_t seed = 42;
-  std::string input;
+  std::string seed = "42";
+  std::string input;  // a path, or "-" for standard input
   std::string format = "auto";
   std::string kernel = "auto";
   std::string accumulator = "wide";
-  int repeat = 5;
-  int warmup = 1;
-  unsigned block = 0, coarsening = 0, threads = 0;
-  std::uint64_t grid = 0;
-  int platform = -1;
+  // Numbers are read by parse_whole (strict digits, a checked range), not by CLI11.
+  std::string repeat = "5";
+  std::string warmup = "1";
+  std::string block = "0", grid = "0", coarsening = "0", threads = "0";
+  std::string platform;  // empty: any
   std::string device;
   bool json = false;
   bool list = false;
@@ -51,12 +55,29 @@ struct Args {
   std::string save;  // write the generated input here (.npy by name, else raw) before reducing
 };
 
+std::string shown(const std::string& text) { return "'" + printable(text) + "'"; }
+
+// A whole number within [lo, hi]: decimal digits only (no sign, space, exponent or suffix).
+// `limit` says where hi comes from.
+std::uint64_t parse_whole(const std::string& text, const std::string& option, std::uint64_t lo, std::uint64_t hi,
+                          const std::string& limit) {
+  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    throw InvalidArgument(option + ": cannot read " + shown(text) + " as a whole number");
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec == std::errc::result_out_of_range || v > hi)
+    throw InvalidArgument(option + ": " + shown(text) + " is above the limit of " + std::to_string(hi) + " (" + limit +
+                          ")");
+  if (v < lo) throw InvalidArgument(option + ": " + shown(text) + " is below the minimum of " + std::to_string(lo));
+  return v;
+}
+
 // "16777216", "16M", "16Mi", "2^24", "1e6", "64K": a count of elements.
 std::uint64_t parse_count(const std::string& text, const std::string& option) {
   const auto bad = [&]() -> std::uint64_t {
-    throw InvalidArgument(option + ": cannot read '" + text + "' as a count (examples: 16777216, 16M, 2^24, 1e6)");
+    throw InvalidArgument(option + ": cannot read " + shown(text) + " as a count (examples: 16777216, 16M, 2^24, 1e6)");
   };
-  if (text.empty()) return bad();
+  if (text.empty() || text[0] < '0' || text[0] > '9') return bad();
   if (const auto caret = text.find('^'); caret != std::string::npos) {
     std::size_t used = 0;
     unsigned long base = 0, exp = 0;
@@ -69,7 +90,7 @@ std::uint64_t parse_count(const std::string& text, const std::string& option) {
       return bad();
     }
     long double v = std::pow(static_cast<long double>(base), static_cast<long double>(exp));
-    if (v > 1.8e19L) throw InvalidArgument(option + ": " + text + " is too large");
+    if (v > 1.8e19L) throw InvalidArgument(option + ": " + shown(text) + " is above 2^64 - 1");
     return static_cast<std::uint64_t>(v);
   }
   std::string digits = text;
@@ -81,6 +102,7 @@ std::uint64_t parse_count(const std::string& text, const std::string& option) {
   } else if (digits.size() > 2 && (digits.ends_with("Ki") || digits.ends_with("Mi") || digits.ends_with("Gi"))) {
     return parse_count(digits.substr(0, digits.size() - 1), option);
   }
+  if (digits.find_first_not_of("0123456789.eE+-") != std::string::npos) return bad();  // no hex, inf or nan
   long double v = 0;
   try {
     std::size_t used = 0;
@@ -90,7 +112,8 @@ std::uint64_t parse_count(const std::string& text, const std::string& option) {
     return bad();
   }
   v *= scale;
-  if (!(v >= 0) || v > 1.8e19L || v != std::floor(v)) throw InvalidArgument(option + ": '" + text + "' is not a whole count");
+  if (!(v >= 0) || v > 1.8e19L || v != std::floor(v))
+    throw InvalidArgument(option + ": " + shown(text) + " is not a whole count up to 2^64 - 1");
   return static_cast<std::uint64_t>(v);
 }
 
@@ -155,6 +178,11 @@ json to_json(const Row& row, const Reference& ref) {
   j["value_type"] = to_string(r.value.type);
   j["reference"] = ref.value.to_string();
   j["agrees"] = row.agreement.ok;
+  j["detail"] = row.agreement.detail;
+  if (row.agreement.overflow) {  // error and bound are infinite, which JSON cannot hold
+    j["overflow"] = true;
+    return j;
+  }
   j["error"] = row.agreement.error;
   j["bound"] = row.agreement.bound;
   return j;
@@ -168,25 +196,20 @@ class App {
   explicit App(Args a) : args_(std::move(a)) {}
 
   int run() {
+    read_numbers();
+    parse_file_format(args_.format);  // every named value is checked, used or not
+    parse_dist(args_.dist);
     if (args_.list) return list();
     options_.kernel = args_.kernel;
     options_.accumulator = args_.accumulator == "native" ? Accumulator::Native : Accumulator::Wide;
-    options_.repeat = args_.repeat;
-    options_.warmup = args_.warmup;
-    options_.block_size = args_.block;
-    options_.grid_size = args_.grid;
-    options_.coarsening = args_.coarsening;
-    options_.threads = args_.threads;
     options_.exact = args_.exact;
-    if (!args_.device_mem_limit.empty()) options_.device_mem_limit = parse_bytes(args_.device_mem_limit);
-    if (!args_.chunk.empty()) options_.chunk_elements = parse_count(args_.chunk, "--chunk");
-    if (options_.chunk_elements == 0 && !args_.chunk.empty()) throw InvalidArgument("--chunk: must be at least 1");
     // The ladder studies kernels: its input is copied to the device once (unless asked otherwise).
     options_.host_path = args_.host_path == "resident" || (args_.host_path == "auto" && args_.kernel == "all")
                              ? HostPath::Resident
                              : HostPath::Stream;
     op_ = parse_op(args_.op);
     load_input();
+    if (options_.chunk_elements) chunk_elements(options_, size_of(type_), 3);  // its limits, before any run
     if (args_.kernel != "list") {
       require_value_exists(op_, n_);
       if (file_) {
@@ -208,7 +231,7 @@ class App {
         continue;
       }
       BackendOptions bo;
-      bo.platform = args_.platform;
+      bo.platform = platform_;
       bo.device = args_.device;
       auto reducer = make_reducer(name, bo);
       if (args_.kernel == "list") {
@@ -236,9 +259,44 @@ class App {
  private:
   Args args_;
   RunOptions options_;
+  int platform_ = -1;
+  std::uint64_t seed_ = 42;
   Op op_ = Op::Sum;
-  HostBuffer input_;                  // the input, unless it streams from file_
-  std::unique_ptr<FileSource> file_;  // a raw or .npy file streamed chunk by chunk
+  HostBuffer input_;                   // the input, unless it comes from file_
+  std::unique_ptr<ChunkSource> file_;  // --input: a raw or .npy file streamed chunk by chunk, or one read whole
+
+  // Every numeric option, each in its range; empty values never get here (main refuses them).
+  void read_numbers() {
+    constexpr std::uint64_t kMaxRuns = 1000000;
+    options_.repeat = static_cast<int>(parse_whole(args_.repeat, "--repeat", 1, kMaxRuns, "timed runs"));
+    options_.warmup = static_cast<int>(parse_whole(args_.warmup, "--warmup", 0, kMaxRuns, "untimed runs"));
+    seed_ = parse_whole(args_.seed, "--seed", 0, std::numeric_limits<std::uint64_t>::max(), "a 64-bit seed");
+    options_.block_size = static_cast<unsigned>(
+        parse_whole(args_.block, "--block", 0, 65536, "no backend takes larger blocks; each device checks its own"));
+    options_.grid_size = parse_whole(args_.grid, "--grid", 0, (std::uint64_t{1} << 31) - 1, "blocks of one launch");
+    options_.coarsening = static_cast<unsigned>(
+        parse_whole(args_.coarsening, "--coarsening", 0, 65536, "elements per work-item of one tile"));
+    options_.threads = static_cast<unsigned>(
+        parse_whole(args_.threads, "--threads", 0, max_threads(), "64 per hardware thread of this machine"));
+    if (!args_.platform.empty())
+      platform_ = static_cast<int>(parse_whole(args_.platform, "--platform", 0, std::numeric_limits<int>::max(),
+                                               "a platform index"));
+    if (!args_.device_mem_limit.empty()) {
+      try {
+        options_.device_mem_limit = parse_bytes(args_.device_mem_limit);
+      } catch (const InvalidArgument& e) {
+        throw InvalidArgument(std::string("--device-mem-limit: ") + e.what());
+      }
+      constexpr std::uint64_t kMaxDeviceMemory = std::uint64_t{1} << 50;
+      if (options_.device_mem_limit > kMaxDeviceMemory)
+        throw InvalidArgument("--device-mem-limit: " + shown(args_.device_mem_limit) + " is above the limit of " +
+                              format_bytes(kMaxDeviceMemory) + " (no device holds more)");
+    }
+    if (!args_.chunk.empty()) {
+      options_.chunk_elements = parse_count(args_.chunk, "--chunk");
+      if (options_.chunk_elements == 0) throw InvalidArgument("--chunk: must be at least 1");
+    }
+  }
   std::uint64_t n_ = 0;
   DType type_ = DType::F32;
   Reference reference_;
@@ -251,27 +309,34 @@ class App {
     if (!args_.input.empty()) {
       if (!args_.save.empty()) throw InvalidArgument("--save writes generated input; it does not copy --input files");
       const FileFormat format = parse_file_format(args_.format);
-      // Raw and .npy files stream (memory stays bounded), except into the ladder, whose rungs
-      // each need the whole input; text files are parsed whole.
-      bool stream = args_.kernel != "all";
-      if (stream) {
-        try {
-          file_ = std::make_unique<FileSource>(args_.input, type, format);
-        } catch (const InvalidArgument&) {  // a text file: no fixed layout
-          stream = false;
-        }
+      std::optional<std::uint64_t> bound;
+      if (args_.n_given) bound = parse_count(args_.n_text, "--n");
+      // Regular raw and .npy files stream (memory stays bounded), except into the ladder, whose
+      // rungs each need the whole input; text files, pipes and devices are read whole, once.
+      const bool whole = args_.kernel == "all";
+      if (args_.input == "-") {
+        HostBuffer in = load_stream(STDIN_FILENO, "stdin", type, format, bound);
+        if (whole) input_ = std::move(in);
+        else file_ = std::make_unique<BufferSource>(std::move(in), "stdin");
+      } else if (whole) {
+        input_ = load_file(args_.input, type, format, bound);
+      } else {
+        file_ = open_input(args_.input, type, format, bound);
       }
       if (file_) {
         n_ = file_->size();
         type_ = file_->type();
-      } else {
-        input_ = load_file(args_.input, type, format);
       }
       source_ = args_.input;
     } else {
       const std::uint64_t n = parse_count(args_.n_text, "--n");
-      input_ = generate(type.value_or(DType::F32), n, parse_dist(args_.dist), args_.seed);
-      source_ = std::string(to_string(parse_dist(args_.dist))) + ", seed " + std::to_string(args_.seed);
+      const DType t = type.value_or(DType::F32);
+      const std::uint64_t memory = host_memory_bytes() / 2;
+      if (n > memory / size_of(t))
+        throw InvalidArgument("--n: " + std::to_string(n) + " " + std::string(to_string(t)) + " elements need more than " +
+                              format_bytes(memory) + ", half of this machine's memory");
+      input_ = generate(t, n, parse_dist(args_.dist), seed_);
+      source_ = std::string(to_string(parse_dist(args_.dist))) + ", seed " + std::to_string(seed_);
       if (!args_.save.empty()) {
         if (args_.save.ends_with(".npy")) save_npy(args_.save, input_.view());
         else save_raw(args_.save, input_.view());
@@ -291,7 +356,7 @@ class App {
   }
 
   std::vector<Row> one_kernel(Reducer& reducer) {
-    Progress progress(args_.repeat >= 50);
+    Progress progress(options_.repeat >= 50);
     const KernelInfo k = reducer.kernel(args_.kernel);
     progress.show(reducer.backend() + ": " + k.name + ", " + std::to_string(options_.repeat) + " runs");
     Row row;
@@ -437,6 +502,12 @@ class App {
 
 }  // namespace
 
+// One line on stderr: control characters escaped, an overlong message cut.
+int report(const std::string& message, int code) {
+  std::cerr << "reduce_cli: error: " << printable(message, 2000) << '\n';
+  return code;
+}
+
 int main(int argc, char** argv) {
   Args a;
   CLI::App cli{
@@ -449,24 +520,27 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   cli.add_option("--op", a.op, "sum, prod, min or max")->capture_default_str();
   cli.add_option("--type,-t", a.type, "element type: i32, i64, f32 (default) or f64; raw files need it");
-  cli.add_option("--n,-n", a.n_text, "elements to generate: 16777216, 16M, 2^24, 1e6")->capture_default_str();
+  cli.add_option("--n,-n", a.n_text,
+                 "elements to generate: 16777216, 16M, 2^24, 1e6; with --input, the most elements to read (a "
+                 "device such as /dev/urandom needs it)")
+      ->capture_default_str();
   cli.add_option("--dist", a.dist, "uniform, normal, ones, cancel or exact_product")->capture_default_str();
   cli.add_option("--seed", a.seed, "generator seed")->capture_default_str();
-  cli.add_option("--input,-i", a.input, "read the input from FILE (raw binary, .npy, or text one number a line)");
+  cli.add_option("--input,-i", a.input,
+                 "read the input from FILE (raw binary, .npy, or text one number a line), or '-' for standard input; "
+                 "pipes and FIFOs are read once");
   cli.add_option("--format", a.format, "input file format: auto, raw, npy or text")->capture_default_str();
   cli.add_option("--kernel,-k", a.kernel, "a rung name, 'all' for the ladder, 'list' to list rungs")
       ->capture_default_str();
   cli.add_option("--accumulator", a.accumulator, "i32 sums: wide (i64) or native (i32, wraps)")
       ->check(CLI::IsMember({"wide", "native"}))
       ->capture_default_str();
-  cli.add_option("--repeat,-r", a.repeat, "timed runs (the median is reported)")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  cli.add_option("--warmup", a.warmup, "untimed runs first")->check(CLI::Range(0, 1000000))->capture_default_str();
+  cli.add_option("--repeat,-r", a.repeat, "timed runs, 1 to 1000000 (the median is reported)")->capture_default_str();
+  cli.add_option("--warmup", a.warmup, "untimed runs first, 0 to 1000000")->capture_default_str();
   cli.add_option("--block", a.block, "threads per block / work-group size (0: the rung's default)");
   cli.add_option("--grid", a.grid, "blocks / work-groups of the first pass (0: the rung's default)");
   cli.add_option("--coarsening", a.coarsening, "elements per work-item before the tree (OpenCL 'coarse')");
-  cli.add_option("--threads", a.threads, "OpenMP threads (0: the runtime's default)");
+  cli.add_option("--threads", a.threads, "OpenMP threads (0: the runtime's default; at most 64 per hardware thread)");
   cli.add_option("--platform", a.platform, "OpenCL platform index");
   cli.add_option("--device,-d", a.device, "device index, or a name substring (OpenCL)");
   cli.add_flag("--exact", a.exact,
@@ -482,29 +556,35 @@ int main(int argc, char** argv) {
   cli.add_option("--save", a.save, "write the generated input to FILE (.npy by name, else raw) before reducing");
   cli.add_flag("--json", a.json, "print results as JSON");
   cli.add_flag("--list", a.list, "list backends and devices, and why any is unavailable");
+  // No option takes an empty value: '' is refused rather than read as "not given".
+  const CLI::Validator non_empty(
+      [](std::string& value) { return value.empty() ? std::string("an empty value (leave the option out instead)") : std::string(); },
+      "", "NONEMPTY");
+  for (CLI::Option* option : cli.get_options())
+    if (option->get_expected_min() > 0) option->check(non_empty);
   try {
     cli.parse(argc, argv);
+    a.n_given = cli.count("--n") > 0;
   } catch (const CLI::CallForHelp& e) {
     return cli.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return cli.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "reduce_cli: error: " << e.what() << " (see --help)\n";
-    return kUsage;
+    return report(std::string(e.what()) + " (see --help)", kUsage);
   }
   try {
     return App(std::move(a)).run();
   } catch (const xr::BackendUnavailable& e) {
-    std::cerr << "reduce_cli: error: " << e.what() << '\n';
-    return kUnavailable;
+    return report(e.what(), kUnavailable);
   } catch (const xr::KernelBuildError& e) {
-    std::cerr << "reduce_cli: error: " << e.what() << '\n' << e.log() << '\n';
-    return kUsage;
+    return report(std::string(e.what()) + "; build log: " + printable(e.log(), 400), kUsage);
   } catch (const xr::Error& e) {
-    std::cerr << "reduce_cli: error: " << e.what() << '\n';
-    return kUsage;
+    return report(e.what(), kUsage);
   } catch (const std::bad_alloc&) {
-    std::cerr << "reduce_cli: error: out of host memory\n";
-    return kUsage;
+    return report("out of host memory", kUsage);
+  } catch (const std::exception& e) {
+    return report(std::string("internal error: ") + e.what(), kUsage);
+  } catch (...) {
+    return report("internal error: an unknown exception", kUsage);
   }
 }

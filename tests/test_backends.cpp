@@ -346,8 +346,9 @@ TEST_CASE("streamed files: raw and .npy files equal the data in memory; a file t
   o.chunk_elements = 65536;  // 4 chunks, the last of 53,393 elements
   o.exact = true;
   const Reference ref = reference_reduce(x.view(), Op::Sum);
-  for (const auto& [path, type] : {std::pair{npy, std::optional<DType>{}}, std::pair{raw, std::optional{DType::F64}}}) {
-    FileSource file(path, type);
+  for (const auto& input : {std::pair{npy, std::optional<DType>{}}, std::pair{raw, std::optional{DType::F64}}}) {
+    const std::string& path = input.first;  // not a structured binding: doctest's macros capture it
+    FileSource file(path, input.second);
     CHECK(file.size() == x.size());
     const Result res = r->reduce(file, Op::Sum, o);
     CHECK_MESSAGE(res.value.same_bits(ref.value), path, ": ", res.value.to_string());

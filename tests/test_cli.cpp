@@ -1,49 +1,18 @@
 // reduce_cli as a user runs it: exit codes and the one-line error of every failure path.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
+#include <sys/stat.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "cli_run.hpp"
+#include "npy_bytes.hpp"
 #include "xreduce/xreduce.hpp"
 
-namespace fs = std::filesystem;
-
-namespace {
-
-struct Run {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-Run cli(const std::string& args) {
-  const std::string cmd = std::string(XR_REDUCE_CLI) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::size_t got = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), got);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string scratch(const std::string& name, const std::string& bytes) {
-  fs::create_directories(XR_TEST_TMP);
-  const auto p = fs::path(XR_TEST_TMP) / name;
-  std::ofstream(p, std::ios::binary) << bytes;
-  return p.string();
-}
-
-bool one_error_line(const std::string& out) {
-  return out.rfind("reduce_cli: error: ", 0) == 0 && out.find('\n') == out.size() - 1;
-}
-
-}  // namespace
+using namespace xr_cli_test;
 
 TEST_CASE("no arguments: the main job reduces on every available backend and agrees") {
   const Run r = cli("--n 100000");
@@ -207,4 +176,97 @@ TEST_CASE("--device-mem-limit, --chunk and --host-path are checked") {
   }
   const Run bad = cli("--backend omp --host-path sideways");
   CHECK(bad.code == 2);
+}
+
+TEST_CASE("a plain f32 sum that overflows: the record says so and points to --exact") {
+  const std::string txt = scratch("overflow.txt", "3.4e38\n3.4e38\n-3.4e38\n");
+  const Run j = cli("--backend omp --json --type f32 --repeat 1 --warmup 0 --input " + txt);
+  CHECK_MESSAGE(j.code == 1, j.out);
+  const auto row = nlohmann::json::parse(j.out).at(0);
+  CHECK(row.at("value").get<std::string>() == "inf");
+  CHECK_FALSE(row.at("agrees").get<bool>());
+  CHECK(row.at("overflow").get<bool>());
+  CHECK_FALSE(row.contains("error"));
+  CHECK_FALSE(row.contains("bound"));
+  CHECK(row.at("detail").get<std::string>().find("--exact") != std::string::npos);
+  const Run table = cli("--backend omp --type f32 --repeat 1 --warmup 0 --input " + txt);
+  CHECK(table.code == 1);
+  CHECK_MESSAGE(table.out.find("overflowed") != std::string::npos, table.out);
+  CHECK_MESSAGE(table.out.find("--exact") != std::string::npos, table.out);
+  const Run exact = cli("--backend omp --json --type f32 --exact --repeat 1 --warmup 0 --input " + txt);
+  CHECK_MESSAGE(exact.code == 0, exact.out);
+}
+
+namespace {
+std::string value_of(const Run& r) {
+  return nlohmann::json::parse(r.out).at(0).at("value").get<std::string>();
+}
+const std::string kCli = std::string("timeout 60 ") + XR_REDUCE_CLI + " --backend omp --repeat 1 --warmup 0 ";
+}  // namespace
+
+TEST_CASE("pipes, FIFOs and standard input are read once; the format comes from their first bytes") {
+  const auto x = xr::generate(xr::DType::I32, 1000, xr::Dist::Uniform, 4);
+  const std::string npy = scratch("piped.npy", "");
+  xr::save_npy(npy, x.view());
+  const std::string expect = xr::reference_reduce(x.view(), xr::Op::Sum).value.to_string();
+  const Run in = shell("cat " + npy + " | " + kCli + "--json --input -");
+  REQUIRE_MESSAGE(in.code == 0, in.out);
+  CHECK(value_of(in) == expect);
+  const std::string fifo = (fs::path(XR_TEST_TMP) / "data.fifo").string();
+  fs::remove(fifo);
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  const Run f = shell("(cat " + npy + " > " + fifo + " &); " + kCli + "--json --input " + fifo);
+  CHECK_MESSAGE(f.code == 0, f.out);
+  if (f.code == 0) CHECK(value_of(f) == expect);
+  const Run text = shell("printf '1\\n2\\n3.5\\n' | " + kCli + "--json --format text --input -");
+  REQUIRE_MESSAGE(text.code == 0, text.out);
+  CHECK(value_of(text) == "6.5");
+  const Run raw = shell("cat " + npy + " | " + kCli + "--input - --format raw");
+  CHECK(raw.code == 2);
+  CHECK_MESSAGE(one_error_line(raw.out), raw.out);
+  CHECK(raw.out.find("stdin: raw binary input needs an element type") != std::string::npos);
+  fs::remove(fifo);
+}
+
+TEST_CASE("devices are refused unless --n bounds them; directories are refused with their name") {
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"--input /dev/urandom --type i32", "/dev/urandom: a character device, which may never end"},
+           {"--input /dev/zero --format text", "/dev/zero: a character device"},
+           {"--input /dev/zero --format text --n 5", "line 1: control byte '\\x00'"},
+           {"--input " + std::string(XR_TEST_TMP) + " --type f32", std::string(XR_TEST_TMP) + ": is a directory"}}) {
+    const Run r = shell(kCli + args);
+    CHECK_MESSAGE(r.code == 2, args, " -> ", r.out);
+    CHECK_MESSAGE(one_error_line(r.out), args, " -> ", r.out);
+    CHECK_MESSAGE(r.out.find(expect) != std::string::npos, args, " -> ", r.out);
+  }
+  const Run bounded = shell(kCli + "--json --input /dev/urandom --type i32 --n 1000");
+  REQUIRE_MESSAGE(bounded.code == 0, bounded.out);
+  CHECK(nlohmann::json::parse(bounded.out).at(0).at("n").get<std::uint64_t>() == 1000);
+}
+
+TEST_CASE("malformed text and .npy inputs exit 2 with one short line, never with a wrong value") {
+  const std::string f8 = xr_npy_test::bytes_of<double>({1.5, 2.5, 4.0});
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {scratch("nul.txt", std::string("1\0002\n", 4)), "line 1: control byte '\\x00'"},
+      {scratch("plusminus.txt", "+-5\n") + " --type i32", "line 1: cannot parse '+-5' as i32"},
+      {scratch("descr_in_key.npy",
+               xr_npy_test::npy_bytes("{\"'descr': '<i8'\": 0, 'descr': '<f8', 'fortran_order': False, 'shape': (3,)}", f8)),
+       "unknown key"},
+      {scratch("list_shape.npy", xr_npy_test::npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': [3]}", f8)),
+       "shape"},
+      {scratch("space_shape.npy", xr_npy_test::npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (3 1)}", f8)),
+       "shape"},
+      {scratch("comma_shape.npy", xr_npy_test::npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (3,,1)}", f8)),
+       "shape"},
+      {scratch("newlines.npy", xr_npy_test::npy_bytes("{'descr': '<f8',\n\n 'fortran_order': Maybe,\n 'shape': (3,)}", f8)),
+       "fortran_order"},
+      {scratch("long_line.txt", "1\n" + std::string(10 << 20, '9') + "\n"), "line 2: longer than 4096 bytes"},
+      {scratch("bad_token.txt", "1\n" + std::string(4000, 'z') + "\n"), "line 2: cannot parse 'zzzz"}};
+  for (const auto& [args, expect] : cases) {
+    const Run r = shell(kCli + "--input " + args);
+    CHECK_MESSAGE(r.code == 2, args, " -> ", r.out.substr(0, 300));
+    CHECK_MESSAGE(one_error_line(r.out), args, " -> ", r.out.substr(0, 300));
+    CHECK_MESSAGE(r.out.size() < 400, args, " -> ", r.out.size(), " bytes");
+    CHECK_MESSAGE(r.out.find(expect) != std::string::npos, args, " -> ", r.out.substr(0, 300));
+  }
 }

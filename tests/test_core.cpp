@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "xreduce/xreduce.hpp"
@@ -199,4 +200,34 @@ TEST_CASE("chunk_elements: the default, a device memory limit, and explicit chun
   o.device_mem_limit = 100;
   CHECK_THROWS_WITH_AS(xr::chunk_elements(o, 8, 3), doctest::Contains("more than the device memory limit"),
                        xr::InvalidArgument);
+}
+
+TEST_CASE("a plain float sum that overflows where the exact sum is finite is an overflow, not an error of 0") {
+  const std::vector<float> x = {3.4e38f, 3.4e38f, -3.4e38f};
+  const Reference ref = reference_reduce(HostArray::of(std::span<const float>(x)), Op::Sum);
+  REQUIRE(ref.value.f == doctest::Approx(3.4e38));
+  for (const double plain : {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::quiet_NaN()}) {
+    Result r;
+    r.value = Scalar::of(static_cast<float>(plain));
+    r.n = 3;
+    r.type = DType::F32;
+    r.rounding_depth = 2;
+    const Agreement a = check_result(r, ref);
+    CHECK_FALSE(a.ok);
+    CHECK(a.overflow);
+    CHECK(std::isinf(a.error));
+    CHECK(std::isinf(a.bound));
+    CHECK_MESSAGE(a.detail.find("overflowed") != std::string::npos, a.detail);
+    CHECK_MESSAGE(a.detail.find("--exact") != std::string::npos, a.detail);
+  }
+  // A special value the exact sum shares is no overflow.
+  const std::vector<float> y = {std::numeric_limits<float>::infinity(), 1.0f};
+  const Reference inf_ref = reference_reduce(HostArray::of(std::span<const float>(y)), Op::Sum);
+  Result r;
+  r.value = Scalar::of(std::numeric_limits<float>::infinity());
+  r.type = DType::F32;
+  const Agreement same = check_result(r, inf_ref);
+  CHECK(same.ok);
+  CHECK_FALSE(same.overflow);
 }

@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -18,6 +20,12 @@ HostBuffer::HostBuffer(DType type, std::uint64_t n) : type_(type), n_(n) {
     throw Error("host allocation of " + std::to_string(bytes) + " bytes (" + std::to_string(n) + " " +
                 std::string(to_string(type)) + ") failed");
   data_.reset(p);
+}
+
+std::uint64_t host_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return std::uint64_t{1} << 35;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
 }
 
 void HostBuffer::Free::operator()(void* p) const { std::free(p); }
@@ -94,7 +102,7 @@ std::string_view to_string(Dist d) {
 Dist parse_dist(std::string_view text) {
   for (Dist d : {Dist::Uniform, Dist::Normal, Dist::Ones, Dist::Cancel, Dist::ExactProduct})
     if (text == to_string(d)) return d;
-  throw InvalidArgument("unknown distribution '" + std::string(text) +
+  throw InvalidArgument("unknown distribution '" + printable(text) +
                         "' (expected uniform, normal, ones, cancel or exact_product)");
 }
 

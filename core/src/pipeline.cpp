@@ -155,16 +155,6 @@ Result run_chunks(ChunkDevice& device, ChunkSource& source, Op op, const RunOpti
 
 }  // namespace detail
 
-namespace {
-
-// Arguments every entry point checks before a backend sees them.
-void check_options(const RunOptions& options) {
-  if (options.repeat < 1) throw InvalidArgument("reduce: repeat must be at least 1");
-  if (options.warmup < 0) throw InvalidArgument("reduce: warmup must not be negative");
-}
-
-}  // namespace
-
 Result Reducer::reduce(HostArray in, Op op, const RunOptions& options) {
   if (in.n > 0 && in.data == nullptr) throw InvalidArgument("reduce: null data pointer with n > 0");
   ArraySource source(in);

@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <string>
+#include <thread>
 
+#include "xreduce/buffer.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/reducer.hpp"
 #include "xreduce/semantics.hpp"
@@ -51,12 +53,27 @@ KernelInfo Reducer::kernel(std::string_view name) const {
     if (k.name == name) return k;
   std::string known;
   for (const auto& k : list) known += (known.empty() ? "" : ", ") + k.name;
-  throw InvalidArgument("unknown " + backend() + " kernel '" + std::string(name) + "' (known: " + known + ")");
+  throw InvalidArgument("unknown " + backend() + " kernel '" + printable(name) + "' (known: " + known + ")");
+}
+
+unsigned max_threads() { return 64 * std::max(1u, std::thread::hardware_concurrency()); }
+
+void check_options(const RunOptions& options) {
+  if (options.repeat < 1) throw InvalidArgument("reduce: repeat must be at least 1");
+  if (options.warmup < 0) throw InvalidArgument("reduce: warmup must not be negative");
+  if (options.threads > max_threads())
+    throw InvalidArgument("reduce: " + std::to_string(options.threads) + " threads are more than the limit of " +
+                          std::to_string(max_threads()) + " (64 per hardware thread of this machine)");
 }
 
 std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, unsigned buffers,
                              std::uint64_t default_bytes) {
   const std::uint64_t limit = options.device_mem_limit;
+  const std::uint64_t host_limit = host_memory_bytes() / 2;
+  if (options.chunk_elements > host_limit / (elem_bytes * buffers))
+    throw InvalidArgument(std::to_string(buffers) + " chunks of " + std::to_string(options.chunk_elements) + " " +
+                          std::to_string(elem_bytes) + "-byte elements need more than " + format_bytes(host_limit) +
+                          ", half of this machine's memory");
   if (options.chunk_elements) {
     if (limit && options.chunk_elements > limit / (elem_bytes * buffers))
       throw InvalidArgument(std::to_string(buffers) + " chunks of " + std::to_string(options.chunk_elements) +

@@ -175,6 +175,13 @@ Agreement check_result(const Result& result, const Reference& ref, bool exact) {
     describe(a.ok ? "exact" : "differs");
     return a;
   }
+  if (ref.op == Op::Sum && std::isfinite(want.f) && !std::isfinite(got.f)) {
+    a.overflow = true;
+    a.error = a.bound = std::numeric_limits<double>::infinity();
+    a.detail = "overflow: the plain " + std::string(to_string(want.type)) + " sum overflowed to " + got.to_string() +
+               " where the exact sum " + want.to_string() + " is finite (exact mode, --exact, gives it)";
+    return a;
+  }
   if (std::isnan(want.f) || std::isinf(want.f) || std::isnan(got.f) || std::isinf(got.f)) {
     a.ok = got.f == want.f || (std::isnan(got.f) && std::isnan(want.f));
     describe(a.ok ? "same special value" : "differs");

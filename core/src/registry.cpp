@@ -16,7 +16,7 @@ const BackendEntry& find_entry(std::string_view name) {
     if (name == e.name) return e;
   std::string known;
   for (const auto& e : kBackends) known += (known.empty() ? "" : ", ") + std::string(e.name);
-  throw InvalidArgument("unknown backend '" + std::string(name) + "' (expected " + known + ")");
+  throw InvalidArgument("unknown backend '" + printable(name) + "' (expected " + known + ")");
 }
 
 }  // namespace

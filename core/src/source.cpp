@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "input_internal.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/source.hpp"
 
@@ -82,17 +83,26 @@ void ChunkReader::join() {
 }
 
 void ArraySource::read(std::uint64_t first, std::uint64_t count, void* dst) {
-  if (first + count > array_.n)
+  if (first > array_.n || count > array_.n - first)
     throw InvalidArgument("host array: elements " + std::to_string(first) + ".." + std::to_string(first + count) +
                           " past its " + std::to_string(array_.n));
   const std::size_t elem = size_of(array_.type);
   parallel_copy(dst, static_cast<const unsigned char*>(array_.data) + first * elem, count * elem);
 }
 
-FileSource::FileSource(std::string path, std::optional<DType> type, FileFormat format)
-    : path_(std::move(path)), layout_(inspect_file(path_, type, format)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw InputError(path_ + ": cannot open: " + std::strerror(errno));
+FileSource::FileSource(std::string path, std::optional<DType> type, FileFormat format,
+                       std::optional<std::uint64_t> max_elements)
+    : path_(std::move(path)) {
+  // Opened without waiting for a FIFO's writer: anything but a regular file is refused unread.
+  input::Descriptor fd = input::open_path(path_, true);
+  const input::Opened what = input::classify(fd.get(), path_, true);
+  if (what.kind != input::Kind::Regular)
+    throw InvalidArgument(printable(path_, 256) +
+                          ": not a regular file (a pipe, FIFO, socket or device): it cannot be read in place; "
+                          "load_file reads it into memory");
+  layout_ = input::inspect_regular(fd.get(), path_, what.size, type, format);
+  if (max_elements) layout_.n = std::min(layout_.n, *max_elements);
+  fd_ = fd.release();
 }
 
 FileSource::~FileSource() {
@@ -100,8 +110,9 @@ FileSource::~FileSource() {
 }
 
 void FileSource::read(std::uint64_t first, std::uint64_t count, void* dst) {
-  if (first + count > layout_.n)
-    throw InvalidArgument(path_ + ": elements " + std::to_string(first) + ".." + std::to_string(first + count) +
+  if (first > layout_.n || count > layout_.n - first)
+    throw InvalidArgument(printable(path_, 256) + ": elements " + std::to_string(first) + ".." +
+                          std::to_string(first + count) +
                           " past its " + std::to_string(layout_.n));
   const std::size_t elem = size_of(layout_.type);
   const std::uint64_t base = layout_.data_offset + first * elem;
@@ -132,9 +143,28 @@ void FileSource::read(std::uint64_t first, std::uint64_t count, void* dst) {
   });
   if (stop_at == ~std::uint64_t{0}) return;
   if (stop_errno)
-    throw InputError(path_ + ": read error at byte " + std::to_string(stop_at) + ": " + std::strerror(stop_errno));
-  throw InputError(path_ + ": truncated: ends at byte " + std::to_string(stop_at) + ", expected " +
+    throw InputError(printable(path_, 256) + ": read error at byte " + std::to_string(stop_at) + ": " +
+                     std::strerror(stop_errno));
+  throw InputError(printable(path_, 256) + ": truncated: ends at byte " + std::to_string(stop_at) + ", expected " +
                    std::to_string(expected) + " bytes");
+}
+
+void BufferSource::read(std::uint64_t first, std::uint64_t count, void* dst) {
+  ArraySource(buffer_.view()).read(first, count, dst);
+}
+
+std::unique_ptr<ChunkSource> open_input(const std::string& path, std::optional<DType> type, FileFormat format,
+                                        std::optional<std::uint64_t> max_elements) {
+  input::Descriptor fd = input::open_path(path);
+  const input::Opened what = input::classify(fd.get(), path, max_elements.has_value());
+  if (what.kind == input::Kind::Regular) {
+    const FileFormat resolved = input::resolve_regular(fd.get(), path, format);
+    if (resolved != FileFormat::Text) return std::make_unique<FileSource>(path, type, resolved, max_elements);
+    return std::make_unique<BufferSource>(input::read_whole(fd.get(), path, what.size, type, resolved, max_elements),
+                                          path);
+  }
+  return std::make_unique<BufferSource>(input::read_whole(fd.get(), path, std::nullopt, type, format, max_elements),
+                                        path);
 }
 
 void ProgressSource::read(std::uint64_t first, std::uint64_t count, void* dst) {

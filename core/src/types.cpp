@@ -26,7 +26,7 @@ E parse_named(std::string_view text, const std::pair<const char*, E> (&table)[N]
   const std::string key = lower(text);
   for (const auto& [name, value] : table)
     if (key == name) return value;
-  throw InvalidArgument(std::string("unknown ") + what + " '" + std::string(text) + "' (expected " +
+  throw InvalidArgument(std::string("unknown ") + what + " '" + printable(text) + "' (expected " +
                         accepted + ")");
 }
 
@@ -67,7 +67,7 @@ std::string format_bytes(std::uint64_t bytes) {
 std::uint64_t parse_bytes(std::string_view text) {
   const std::string s = lower(text);
   const auto bad = [&] {
-    return InvalidArgument("cannot read '" + std::string(text) +
+    return InvalidArgument("cannot read '" + printable(text) +
                            "' as a size in bytes (examples: 4096, 256K, 256M, 1.5G, 64MiB)");
   };
   std::size_t used = 0;
@@ -103,7 +103,7 @@ DType parse_dtype(std::string_view text) {
   }
   for (const auto& [name, value] : aliases)
     if (key == name) return value;
-  throw InvalidArgument("unknown type '" + std::string(text) + "' (expected " + accepted + ")");
+  throw InvalidArgument("unknown type '" + printable(text) + "' (expected " + accepted + ")");
 }
 
 std::string Scalar::to_string() const {

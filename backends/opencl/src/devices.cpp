@@ -131,7 +131,14 @@ const DeviceCaps& caps_of(cl_device_id device) {
   return it->second;
 }
 
-std::vector<ListedDevice> list_devices() {
+namespace {
+
+struct Discovery {
+  cl_uint platforms = 0;
+  std::vector<ListedDevice> devices;
+};
+
+Discovery discover() {
   cl_uint np = 0;
   const cl_int rc = clGetPlatformIDs(0, nullptr, &np);
   if (rc == kPlatformNotFoundKhr || (rc == CL_SUCCESS && np == 0))
@@ -140,7 +147,7 @@ std::vector<ListedDevice> list_devices() {
     throw BackendUnavailable("opencl", std::string("clGetPlatformIDs failed: ") + error_name(rc));
   std::vector<cl_platform_id> platforms(np);
   check(clGetPlatformIDs(np, platforms.data(), nullptr), "clGetPlatformIDs");
-  std::vector<ListedDevice> out;
+  Discovery found{np, {}};
   for (cl_uint p = 0; p < np; ++p) {
     cl_uint nd = 0;
     const cl_int drc = clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, nullptr, &nd);
@@ -149,18 +156,29 @@ std::vector<ListedDevice> list_devices() {
     std::vector<cl_device_id> devices(nd);
     check(clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, nd, devices.data(), nullptr), "clGetDeviceIDs");
     for (cl_uint d = 0; d < nd; ++d)
-      out.push_back({static_cast<int>(p), static_cast<int>(d), caps_of(devices[d])});
+      found.devices.push_back({static_cast<int>(p), static_cast<int>(d), caps_of(devices[d])});
   }
-  return out;
+  return found;
 }
+
+// Platforms and devices are discovered once per process: PoCL's first discovery is not
+// thread-safe (concurrent first calls crashed in its device queries, or found no device). The
+// static's initialisation serialises it; one that throws leaves it to the next caller.
+const Discovery& discovery() {
+  static const Discovery found = discover();
+  return found;
+}
+
+}  // namespace
+
+std::vector<ListedDevice> list_devices() { return discovery().devices; }
 
 ListedDevice select_device(const BackendOptions& options) {
   std::vector<ListedDevice> all = list_devices();
   if (all.empty()) throw BackendUnavailable("opencl", "no OpenCL device on any platform");
   std::vector<ListedDevice> pool;
   if (options.platform >= 0) {
-    cl_uint np = 0;
-    check(clGetPlatformIDs(0, nullptr, &np), "clGetPlatformIDs");
+    const cl_uint np = discovery().platforms;
     if (options.platform >= static_cast<int>(np))
       throw InvalidArgument("opencl: platform index " + std::to_string(options.platform) + " out of range (" +
                             std::to_string(np) + " platform(s); devices: " + describe(all) + ")");

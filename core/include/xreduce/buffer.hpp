@@ -31,6 +31,9 @@ class XR_API HostBuffer {
   std::unique_ptr<void, Free> data_;
 };
 
+// This machine's physical memory in bytes (inputs read whole into memory may take half of it).
+XR_API std::uint64_t host_memory_bytes();
+
 enum class Dist : std::uint8_t {
   Uniform,       // floats in [-1, 1); integers in [-1000, 1000]
   Normal,        // mean 0, standard deviation 1 (integers: rounded, times 100)

@@ -1,12 +1,18 @@
 // The exceptions xreduce throws. The library never prints and never exits.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "xreduce/export.hpp"
 
 namespace xr {
+
+// `text` as it may appear in a one-line message: control characters escaped (\n, \t, \r,
+// \xNN), and text longer than `max_chars` cut there, followed by "... (N bytes)".
+XR_API std::string printable(std::string_view text, std::size_t max_chars = 80);
 
 class XR_API Error : public std::runtime_error {
  public:

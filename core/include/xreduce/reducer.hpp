@@ -67,7 +67,7 @@ struct RunOptions {
   unsigned block_size = 0;        // threads per block / work-group size; 0: the rung's default
   std::uint64_t grid_size = 0;    // blocks / work-groups of the first pass; 0: the rung's default
   unsigned coarsening = 0;        // elements per work-item before the tree; 0: the rung's default
-  unsigned threads = 0;           // OpenMP threads; 0: the runtime's default
+  unsigned threads = 0;           // OpenMP threads; 0: the runtime's default; at most max_threads()
   // f32/f64 sums return the correctly rounded exact sum (round to nearest even): the same
   // bits on every backend, kernel, launch shape and thread count. Integer reductions, min and
   // max are exact anyway; a float product has no exact mode (InvalidArgument).
@@ -94,6 +94,14 @@ struct HostArray {
   }
 };
 
+// Threads: every function of xreduce may be called from any number of threads at once, and a
+// Reducer may be shared by them: concurrent calls on one Reducer each return their own caller's
+// result, one after the other (a reducer's staging buffers and result cells serve one reduction
+// at a time). For work that overlaps, give each thread a Reducer of its own: OpenMP reducers
+// then run in parallel, each with its own team of RunOptions::threads, and CUDA and OpenCL
+// reducers each on their own stream or in-order queue. Device discovery happens once per
+// process. A ChunkSource is read by one reduction at a time (ArraySource, FileSource and
+// BufferSource may be shared, their reads are independent).
 class XR_API Reducer {
  public:
   virtual ~Reducer() = default;
@@ -131,6 +139,12 @@ class XR_API Reducer {
   std::mutex mutex_;  // one reduction at a time: the device's slots and cells belong to the reducer
 };
 
+// The most threads RunOptions::threads may ask for: 64 per hardware thread of this machine
+// (OpenMP runtimes fail in their own ways far beyond: libgomp overflowed its stack at 100,000).
+XR_API unsigned max_threads();
+// Throws InvalidArgument for options out of range: repeat < 1, warmup < 0, threads above max_threads().
+XR_API void check_options(const RunOptions& options);
+
 // Throws InvalidArgument unless `kernel` supports (op, type) (and exact mode, when asked for
 // a float sum); EmptyInput for min/max of nothing.
 XR_API void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n,
@@ -141,8 +155,9 @@ constexpr bool exact_applies(Op op, DType type) { return op == Op::Sum && is_flo
 
 // The chunk of a streamed input, in elements of `elem_bytes` each: options.chunk_elements, or the
 // default bytes, lowered so that `buffers` chunks fit in options.device_mem_limit (when set).
-// Throws InvalidArgument when the limit cannot hold `buffers` elements, or when
-// chunk_elements does not fit it.
+// Throws InvalidArgument when the limit cannot hold `buffers` elements, when chunk_elements
+// does not fit it, or when `buffers` chunks would take more than half of the host's memory
+// (each chunk passes through host buffers of its size).
 XR_API std::uint64_t chunk_elements(const RunOptions& options, std::size_t elem_bytes, unsigned buffers,
                                     std::uint64_t default_bytes = std::uint64_t{64} << 20);
 

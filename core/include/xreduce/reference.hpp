@@ -28,11 +28,15 @@ struct Agreement {
   double error = 0;   // |result - reference|
   double bound = 0;   // what the summation order allows; 0 for exact comparisons
   std::string detail; // one line for a report
+  // A plain float sum that overflowed to +-inf (or NaN, from inf - inf) where the exact sum is
+  // finite: not a rounding difference, so error and bound are inf; exact mode gives the sum.
+  bool overflow = false;
 };
 
 // Integers, min and max compare exactly (NaN equals NaN). Float sums allow
 // (d + 1) * u * sum|x| + u * |ref|, with d the result's rounding_depth (n when unknown) and u
 // the unit roundoff of the result type; float products (d + 1) * u * |ref|.
+// A plain float sum that is not finite where the reference is finite: `overflow`.
 // With `exact` (RunOptions::exact), float sums must match the reference bit for bit; the
 // detail then says by how many ulps they differ.
 XR_API Agreement check_result(const Result& result, const Reference& ref, bool exact = false);

@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "xreduce/export.hpp"
+#include "xreduce/buffer.hpp"
 #include "xreduce/io.hpp"
 #include "xreduce/reducer.hpp"
 #include "xreduce/types.hpp"
@@ -47,13 +49,16 @@ class XR_API ArraySource final : public ChunkSource {
   HostArray array_;
 };
 
-// A raw binary or .npy file (text files have no fixed layout: InvalidArgument). The layout is
+// A regular raw binary or .npy file (text files have no fixed layout, pipes, FIFOs and devices
+// no place to read from at will: InvalidArgument; a directory: InputError). The layout is
 // checked when it opens (the errors of load_file); read() uses pread from several threads.
-// A file that shrinks while it is read gives InputError with the byte offset it ends at.
+// `max_elements` bounds it to at most its first max_elements elements. A file that shrinks
+// while it is read gives InputError with the byte offset it ends at.
 class XR_API FileSource final : public ChunkSource {
  public:
   explicit FileSource(std::string path, std::optional<DType> type = std::nullopt,
-                      FileFormat format = FileFormat::Auto);
+                      FileFormat format = FileFormat::Auto,
+                      std::optional<std::uint64_t> max_elements = std::nullopt);
   ~FileSource() override;
   FileSource(const FileSource&) = delete;
   FileSource& operator=(const FileSource&) = delete;
@@ -69,6 +74,28 @@ class XR_API FileSource final : public ChunkSource {
   FileLayout layout_;
   int fd_ = -1;
 };
+
+// Elements held in memory, owned by the source (an input read whole: a text file, a pipe).
+class XR_API BufferSource final : public ChunkSource {
+ public:
+  BufferSource(HostBuffer buffer, std::string name) : buffer_(std::move(buffer)), name_(std::move(name)) {}
+  DType type() const override { return buffer_.type(); }
+  std::uint64_t size() const override { return buffer_.size(); }
+  std::string name() const override { return name_; }
+  void read(std::uint64_t first, std::uint64_t count, void* dst) override;
+  const void* memory() const override { return buffer_.data(); }
+
+ private:
+  HostBuffer buffer_;
+  std::string name_;
+};
+
+// `path` as a source, opened once (load_file's rules and errors): a regular raw or .npy file
+// streams from disk (FileSource); a text file, a pipe, a FIFO, a socket or a device bounded by
+// max_elements is read front to back once, into memory (BufferSource).
+XR_API std::unique_ptr<ChunkSource> open_input(const std::string& path, std::optional<DType> type = std::nullopt,
+                                        FileFormat format = FileFormat::Auto,
+                                        std::optional<std::uint64_t> max_elements = std::nullopt);
 
 // Wraps a source and calls report(bytes_read, bytes_total) after every read (the CLI prints
 // progress from it; the library itself never prints).

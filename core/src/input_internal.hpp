@@ -1,0 +1,54 @@
+// Inputs opened once: what a descriptor is, and reading it front to back (io.cpp). Shared by
+// io.cpp and source.cpp; not installed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "xreduce/io.hpp"
+
+namespace xr::input {
+
+enum class Kind { Regular, Stream, Device, Directory };  // Stream: a pipe, FIFO or socket
+
+// An open descriptor, closed with its owner.
+class Descriptor {
+ public:
+  Descriptor() = default;
+  explicit Descriptor(int fd) : fd_(fd) {}
+  ~Descriptor();
+  Descriptor(Descriptor&& other) noexcept : fd_(other.release()) {}
+  Descriptor& operator=(Descriptor&& other) noexcept;
+  int get() const { return fd_; }
+  int release() noexcept;
+
+ private:
+  int fd_ = -1;
+};
+
+// Opens `path` for reading (InputError naming it when it cannot). `nonblocking`: a FIFO opens
+// at once, without waiting for a writer (for callers that refuse anything but regular files).
+Descriptor open_path(const std::string& path, bool nonblocking = false);
+
+struct Opened {
+  Kind kind = Kind::Regular;
+  std::uint64_t size = 0;  // bytes, for Regular
+};
+// What `fd` is. Throws InputError for a directory, and for a device unless `bounded` (a device
+// may never end).
+Opened classify(int fd, const std::string& name, bool bounded);
+
+// Where the elements of the regular file `fd` (at offset 0) lie: inspect_file's checks.
+FileLayout inspect_regular(int fd, const std::string& name, std::uint64_t size, std::optional<DType> type,
+                           FileFormat format);
+
+// The format `format` resolves to for the regular file `fd` (its first bytes, then its name).
+FileFormat resolve_regular(int fd, const std::string& name, FileFormat format);
+
+// Reads `fd` from where it stands, once, into memory. `size`: the bytes left in a regular
+// file (checked against a .npy header before any data is read); nullopt for a stream.
+HostBuffer read_whole(int fd, const std::string& name, std::optional<std::uint64_t> size, std::optional<DType> type,
+                      FileFormat format, std::optional<std::uint64_t> max_elements);
+
+}  // namespace xr::input

@@ -1,0 +1,49 @@
+// Running reduce_cli as a user does, for the CLI suites: the exit code and what it printed.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace xr_cli_test {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs a shell command line; stderr joins stdout.
+inline Run shell(const std::string& command) {
+  const std::string cmd = command + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (std::size_t got = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), got);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// reduce_cli with `args` (shell words), stopped after 60 s (exit 124) should it hang.
+inline Run cli(const std::string& args) { return shell("timeout 60 " + std::string(XR_REDUCE_CLI) + " " + args); }
+
+inline std::string scratch(const std::string& name, const std::string& bytes) {
+  fs::create_directories(XR_TEST_TMP);
+  const auto p = fs::path(XR_TEST_TMP) / name;
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p.string();
+}
+
+inline bool one_error_line(const std::string& out) {
+  return out.rfind("reduce_cli: error: ", 0) == 0 && out.find('\n') == out.size() - 1;
+}
+
+}  // namespace xr_cli_test
