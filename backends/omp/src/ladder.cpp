@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exact.hpp"
@@ -37,10 +38,15 @@ Span share(std::uint64_t n, int t, int nt, std::uint64_t align) {
 }
 
 
-// The float sum of the reduction clause with the identity of the semantics: OpenMP's own `+`
-// starts every thread's copy at +0, which turns a sum of -0 terms into +0.
-#pragma omp declare reduction(xr_float_sum : float : omp_out += omp_in) initializer(omp_priv = -0.0f)
-#pragma omp declare reduction(xr_float_sum : double : omp_out += omp_in) initializer(omp_priv = -0.0)
+// The float reductions of the clause, each thread's copy starting at the semantics' identity
+// (the variable's value before the loop): OpenMP's own `+` starts at +0, which turns a sum of -0
+// terms into +0, and clang's `max` at the lowest finite value, which turns the max of {-inf}
+// into -FLT_MAX.
+#pragma omp declare reduction(xr_float_sum : float, double : omp_out += omp_in) initializer(omp_priv = omp_orig)
+#pragma omp declare reduction(xr_float_min : float : omp_out = omp_in < omp_out ? omp_in : omp_out) initializer(omp_priv = omp_orig)
+#pragma omp declare reduction(xr_float_min : double : omp_out = omp_in < omp_out ? omp_in : omp_out) initializer(omp_priv = omp_orig)
+#pragma omp declare reduction(xr_float_max : float : omp_out = omp_out < omp_in ? omp_in : omp_out) initializer(omp_priv = omp_orig)
+#pragma omp declare reduction(xr_float_max : double : omp_out = omp_out < omp_in ? omp_in : omp_out) initializer(omp_priv = omp_orig)
 
 // rung `clause`: the OpenMP reduction clause (Ukrainian Wikipedia, "Reduction (parallel
 // programming)"); one accumulator per thread, so
@@ -59,18 +65,24 @@ template <Op O, class T, class A> RungValue run_clause(const T* x, std::uint64_t
   } else if constexpr (O == Op::Prod) {
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(* : acc)
     for (std::int64_t i = 0; i < count; ++i) acc *= static_cast<Wt>(static_cast<A>(x[i]));
-  } else if constexpr (O == Op::Min) {
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : acc) reduction(|| : nan)
+  } else if constexpr (O == Op::Min && std::is_floating_point_v<Wt>) {
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(xr_float_min : acc) reduction(|| : nan)
     for (std::int64_t i = 0; i < count; ++i) {
       nan = nan || x[i] != x[i];
       acc = x[i] < acc ? x[i] : acc;
     }
-  } else {
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : acc) reduction(|| : nan)
+  } else if constexpr (O == Op::Min) {
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : acc)
+    for (std::int64_t i = 0; i < count; ++i) acc = x[i] < acc ? x[i] : acc;
+  } else if constexpr (std::is_floating_point_v<Wt>) {
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(xr_float_max : acc) reduction(|| : nan)
     for (std::int64_t i = 0; i < count; ++i) {
       nan = nan || x[i] != x[i];
       acc = acc < x[i] ? x[i] : acc;
     }
+  } else {
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : acc)
+    for (std::int64_t i = 0; i < count; ++i) acc = acc < x[i] ? x[i] : acc;
   }
   A value = static_cast<A>(acc);
   if constexpr (std::is_floating_point_v<A>)
@@ -151,10 +163,15 @@ RungValue stream_read(HostArray in, Op, Accumulator, int threads) {
   return run_stream_read(in.data, in.n * size_of(in.type), threads);
 }
 
-std::vector<Op> every_op() { return {all_ops.begin(), all_ops.end()}; }
-std::vector<DType> every_type() { return {all_dtypes.begin(), all_dtypes.end()}; }
-KernelInfo exact_capable(KernelInfo k) {
-  k.exact = true;
+// Every host rung takes every op and type; block sizes mean nothing to it (the default rule).
+KernelInfo host_kernel(std::string name, std::string note, KernelKind kind, bool exact = false) {
+  KernelInfo k;
+  k.name = std::move(name);
+  k.note = std::move(note);
+  k.kind = kind;
+  k.ops.assign(all_ops.begin(), all_ops.end());
+  k.types.assign(all_dtypes.begin(), all_dtypes.end());
+  k.exact = exact;
   return k;
 }
 
@@ -173,17 +190,16 @@ int thread_count(const RunOptions& options) {
 
 const std::vector<Rung>& rungs() {
   static const std::vector<Rung> table = {
-      {{"clause", "#pragma omp parallel for reduction(op:acc): one dependent chain per thread, no SIMD",
-        KernelKind::Rung, every_op(), every_type()},
+      {host_kernel("clause", "#pragma omp parallel for reduction(op:acc): one dependent chain per thread, no SIMD",
+                   KernelKind::Rung),
        dispatch<Clause>, "reduction clause"},
-      {exact_capable({"vector",
-                      "128 bytes of independent lanes per thread, vectorised: memory-bound, lane combine at the end",
-                      KernelKind::Rung, every_op(), every_type()}),
+      {host_kernel("vector", "128 bytes of independent lanes per thread, vectorised: memory-bound, lane combine at the end",
+                   KernelKind::Rung, true),
        dispatch<Vector>, "lanes, then threads in order"},
-      {exact_capable({"auto", "the fastest rung: vector", KernelKind::Auto, every_op(), every_type()}), dispatch<Vector>,
+      {host_kernel("auto", "the fastest rung: vector", KernelKind::Auto, true), dispatch<Vector>,
        "lanes, then threads in order"},
-      {{"stream_read", "baseline: XOR of every 8-byte word, the machine's streaming-read rate",
-        KernelKind::Probe, every_op(), every_type()},
+      {host_kernel("stream_read", "baseline: XOR of every 8-byte word, the machine's streaming-read rate",
+                   KernelKind::Probe),
        stream_read, "none (probe)"},
   };
   return table;
