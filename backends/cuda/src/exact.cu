@@ -12,8 +12,6 @@
 namespace xr::cuda::detail {
 
 namespace ke = xr::kern::exact;
-using xr::cuda::detail::check;
-using xr::cuda::detail::check_launch;
 
 static_assert(ke::kLimbs == ExactSum::kLimbs, "device state layout follows ExactSum");
 static_assert(sizeof(ke::RawOut) == ExactSum::kLimbs * 8 + 8);

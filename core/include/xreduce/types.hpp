@@ -3,6 +3,8 @@
 
 #include <array>
 #include <cstdint>
+#include <iterator>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -57,7 +59,11 @@ struct TypeInfo {
   TypeInfo{DType::e, name, sizeof(T), npy, cl, std::is_floating_point_v<T>, std::is_signed_v<T>},
 inline constexpr TypeInfo type_table[] = {XR_ELEMENT_TYPES(XR_TYPE_INFO)};
 #undef XR_TYPE_INFO
-constexpr const TypeInfo& type_info(DType t) { return type_table[static_cast<std::size_t>(t)]; }
+constexpr const TypeInfo& type_info(DType t) {
+  const auto row = static_cast<std::size_t>(t);
+  if (row >= std::size(type_table)) throw std::out_of_range("xr::type_info: not a DType");
+  return type_table[row];
+}
 
 // Which accumulator an i32 sum uses. Wide (the default) accumulates in i64, so the sum of
 // up to 2^32 i32 values is exact; Native keeps the i32 accumulator of the reference kernels
