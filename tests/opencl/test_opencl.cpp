@@ -433,7 +433,16 @@ TEST_CASE("a streaming reducer releases every buffer it created: the shared cont
     };
     stream_once();  // builds and caches the programs, which hold the context as long as they live
     const cl_uint before = references();
-    CHECK(stream_once() > before);
+    // The count shows a leak only where a buffer holds a reference to its context: PoCL's do,
+    // NVIDIA's do not (there the check below holds whatever the reducer leaves behind).
+    cl_int status = CL_SUCCESS;
+    cl_mem probe = clCreateBuffer(context, CL_MEM_READ_WRITE, 64, nullptr, &status);
+    REQUIRE(status == CL_SUCCESS);
+    const bool buffers_counted = references() > before;
+    clReleaseMemObject(probe);
+    if (t.caps.platform_name.find("Portable Computing Language") != std::string::npos) CHECK(buffers_counted);
+    if (!buffers_counted) MESSAGE(t.label() << ": buffers hold no context reference; a leak cannot show here");
+    stream_once();
     // PoCL drops the references of finished commands on its own threads, a moment later: a
     // leaked buffer keeps its reference for good.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
