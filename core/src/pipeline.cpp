@@ -55,24 +55,30 @@ double stage_all(ChunkDevice& device, ChunkSource& source, const ChunkPlan& plan
 }
 
 // One pass: every chunk reduced into its cell, then the cells combined. A streamed chunk is
-// read on a second thread while the device copies and reduces the one before.
+// read while the device copies and reduces the one before: on a second thread for a device
+// that reduces synchronously, by this thread after the reduction is enqueued otherwise.
 ChunkOutcome pass(ChunkDevice& device, ChunkSource& source, const ChunkPlan& plan) {
   if (plan.resident) {
     for (std::uint64_t k = 0; k < plan.chunks; ++k) device.reduce(k, chunk_length(plan, k));
     return device.finish();
   }
   ChunkReader reader;
-  void* host = device.staging(0);
-  if (host) reader.start(source, 0, chunk_length(plan, 0), host);
+  void* host = nullptr;
+  const auto read = [&](std::uint64_t k) {
+    host = device.staging(k);
+    if (!host) return;
+    if (plan.read_ahead) reader.start(source, k * plan.chunk, chunk_length(plan, k), host);
+    else source.read(k * plan.chunk, chunk_length(plan, k), host);
+  };
+  read(0);
   for (std::uint64_t k = 0; k < plan.chunks; ++k) {
     const std::uint64_t len = chunk_length(plan, k);
     reader.join();  // chunk k is in its staging buffer
     device.stage(k, host ? host : in_memory(plan, k), len);
-    if (k + 1 < plan.chunks) {
-      host = device.staging(k + 1);
-      if (host) reader.start(source, (k + 1) * plan.chunk, chunk_length(plan, k + 1), host);
-    }
+    const bool next = k + 1 < plan.chunks;
+    if (next && plan.read_ahead) read(k + 1);
     device.reduce(k, len);
+    if (next && !plan.read_ahead) read(k + 1);
   }
   return device.finish();
 }
@@ -109,7 +115,9 @@ Result run_chunks(ChunkDevice& device, ChunkSource& source, Op op, const RunOpti
   plan.n = source.size();
   plan.resident = resident;
   plan.memory = source.memory();
-  size_chunks(plan, device.policy(plan.type));
+  const ChunkPolicy policy = device.policy(plan.type);
+  plan.read_ahead = policy.read_ahead;
+  size_chunks(plan, policy);
 
   std::vector<double> kernel_ms, transfer_ms, total_ms;
   ChunkOutcome out;

@@ -1,8 +1,8 @@
 // The chunk pipeline: the one loop that brings every host input (a resident array, streamed host
 // data, a file) through a backend's device. A backend supplies a ChunkDevice, a small interface:
 // stage a chunk, reduce it into cell k, combine the cells in order, read back the value or the
-// exact state. Core chooses resident or streamed, sizes the chunks, reads ahead on a second
-// thread, repeats and times, and fills the Result. Backends include this header; applications
+// exact state. Core chooses resident or streamed, sizes the chunks, reads the next chunk
+// while the device works on the one before, repeats and times, and fills the Result. Backends include this header; applications
 // never see it.
 #pragma once
 
@@ -27,6 +27,11 @@ struct ChunkPolicy {
   unsigned slots = 1;              // device slots a streamed input cycles through
   std::uint64_t chunk_bytes = std::uint64_t{64} << 20;  // default streamed chunk
   std::uint64_t max_chunk_bytes = 0;  // one device allocation at most (0: no limit)
+  // Where a streamed chunk is read. true: on a second thread, while the chunk before it is
+  // reduced (a device whose reduce() returns when it is done). false: by the calling thread,
+  // once the chunk before it is staged and its reduction enqueued (a device that copies and
+  // reduces asynchronously overlaps its own work with the read).
+  bool read_ahead = false;
 };
 
 // One reduction through the pipeline, as begin() is told it.
@@ -42,6 +47,7 @@ struct ChunkPlan {
   // Every chunk keeps a slot of its own: staged once, then reduced warmup + repeat times.
   // Otherwise chunk k goes through slot k % slots.
   bool resident = false;
+  bool read_ahead = false;         // ChunkPolicy::read_ahead
   const void* memory = nullptr;    // the input in host memory, or nullptr (a stream)
 };
 

@@ -15,6 +15,7 @@ namespace xr::omp::detail {
 ChunkPolicy HostDevice::policy(DType) const {
   ChunkPolicy p;
   p.host_memory = true;
+  p.read_ahead = true;  // reduce() computes on this thread: the next chunk is read beside it
   p.slots = kStagingBuffers;
   p.chunk_bytes = kChunkBytes;
   return p;

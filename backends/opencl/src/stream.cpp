@@ -273,7 +273,7 @@ std::string QueueDevice::describe(const ChunkPlan& plan) const {
   if (plan.resident) return plan.chunks > 1 ? "resident: " + std::to_string(plan.chunks) + " chunks" : "resident";
   return "stream: " + std::to_string(plan.chunks) + " chunks of " + format_bytes(plan.chunk * size_of(plan.type)) +
          ", " + std::to_string(policy::kDeviceSlots) + " device slots, " + std::to_string(policy::kStagingBuffers) +
-         " pinned staging buffers (CL_MEM_ALLOC_HOST_PTR) filled on a second thread";
+         " pinned staging buffers (CL_MEM_ALLOC_HOST_PTR)";
 }
 
 }  // namespace xr::opencl::detail

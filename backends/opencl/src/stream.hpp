@@ -11,10 +11,10 @@
 
 namespace xr::opencl::detail {
 
-// Host data on one device, through the reducer's one in-order queue. A streamed chunk is read on
-// a second thread into one of policy::kStagingBuffers pinned staging buffers, written into one
-// of policy::kDeviceSlots device slots and reduced into its cell of a buffer of chunk results;
-// the cells are reduced last, in order, on the device. A resident input is written once into
+// Host data on one device, through the reducer's one in-order queue. A streamed chunk is read
+// (while the queue writes and reduces the chunk before) into one of policy::kStagingBuffers
+// pinned staging buffers, written into one of policy::kDeviceSlots device slots and reduced
+// into its cell of a buffer of chunk results; the cells are reduced last, in order, on the device. A resident input is written once into
 // slots of its own (one per chunk), then reduced as often as asked. Exact mode merges the
 // chunks' exact states on the host. Buffers are kept between reductions.
 class QueueDevice final : public xr::detail::ChunkDevice {
