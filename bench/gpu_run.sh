@@ -35,11 +35,13 @@ if has test; then
   say "ctest exit $?: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
   grep -E "Failed|\*\*\*|SKIP" "$OUT/ctest.log" | head -20 | tee -a "$summary"
   grep -B2 -A12 "ERROR:" "$OUT/ctest.log" | head -80
-  # ctest's OpenCL suite runs on the default device (the GPU); cover every platform here.
+  # ctest's OpenCL suites run on the default device (the GPU); cover every platform here.
   for p in 0 1; do
-    "$B/tests/xr_test_backends" --xr-backend=opencl --xr-platform=$p >/tmp/platform.log 2>&1
-    say "cross-backend suite, OpenCL platform $p: exit $? $(head -1 /tmp/platform.log) $(grep -E 'test cases' /tmp/platform.log)"
-    cat /tmp/platform.log >>"$OUT/ctest.log"
+    for suite in backends threads; do
+      "$B/tests/xr_test_$suite" --xr-backend=opencl --xr-platform=$p >/tmp/platform.log 2>&1
+      say "$suite suite, OpenCL platform $p: exit $? $(head -1 /tmp/platform.log) $(grep -E 'test cases' /tmp/platform.log)"
+      cat /tmp/platform.log >>"$OUT/ctest.log"
+    done
   done
 fi
 
