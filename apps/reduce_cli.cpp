@@ -24,6 +24,19 @@
 namespace {
 
 using namespace xr;
+
+// "a, b, c or d" from the names of a table's entries.
+template <class Range, class Name> std::string spelled(const Range& entries, Name name) {
+  const std::size_t count = std::size(entries);
+  std::string out;
+  std::size_t i = 0;
+  for (const auto& e : entries) {
+    if (i > 0) out += i + 1 == count ? " or " : ", ";
+    out += name(e);
+    ++i;
+  }
+  return out;
+}
 using nlohmann::json;
 
 enum Exit { kAgree = 0, kDisagree = 1, kUsage = 2, kUnavailable = 3 };
@@ -518,8 +531,11 @@ int main(int argc, char** argv) {
   cli.add_option("--backend,-b", a.backend, "cuda, opencl, omp or all")
       ->check(CLI::IsMember({"cuda", "opencl", "omp", "all"}))
       ->capture_default_str();
-  cli.add_option("--op", a.op, "sum, prod, min or max")->capture_default_str();
-  cli.add_option("--type,-t", a.type, "element type: i32, i64, f32 (default) or f64; raw files need it");
+  cli.add_option("--op", a.op, spelled(all_ops, [](Op op) { return std::string(to_string(op)); }))
+      ->capture_default_str();
+  cli.add_option("--type,-t", a.type,
+                 "element type: " + spelled(all_dtypes, [](DType t) { return std::string(to_string(t)); }) +
+                     " (default f32); raw files need it");
   cli.add_option("--n,-n", a.n_text,
                  "elements to generate: 16777216, 16M, 2^24, 1e6; with --input, the most elements to read (a "
                  "device such as /dev/urandom needs it)")

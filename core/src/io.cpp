@@ -201,13 +201,15 @@ class NpyDict {
     if (pos_ != h_.size()) bad("text after the dict");
     for (const auto& [have, key] : {std::pair{have_descr, "descr"}, {have_order, "fortran_order"}, {have_shape, "shape"}})
       if (!have) bad(std::string("no '") + key + "'");
-    static const std::pair<const char*, DType> dtypes[] = {
-        {"<i4", DType::I32}, {"<i8", DType::I64}, {"<f4", DType::F32}, {"<f8", DType::F64}};
-    const auto known = std::find_if(std::begin(dtypes), std::end(dtypes), [&](const auto& d) { return out.descr == d.first; });
-    if (known == std::end(dtypes))
-      fail(name_, "unsupported .npy dtype " + quoted(out.descr) + " (supported: '<i4' '<i8' '<f4' '<f8')");
-    out.type = known->second;
-    return out;
+    std::string supported;
+    for (const TypeInfo& t : type_table) {
+      if (out.descr == t.npy) {
+        out.type = t.type;
+        return out;
+      }
+      supported += (supported.empty() ? "'" : " '") + std::string(t.npy) + "'";
+    }
+    fail(name_, "unsupported .npy dtype " + quoted(out.descr) + " (supported: " + supported + ")");
   }
 
  private:
@@ -604,8 +606,7 @@ void write_all(const std::string& path, const void* header, std::size_t header_b
 void save_raw(const std::string& path, HostArray data) { write_all(path, nullptr, 0, data); }
 
 void save_npy(const std::string& path, HostArray data) {
-  static const char* descr[] = {"<i4", "<i8", "<f4", "<f8"};
-  std::string dict = std::string("{'descr': '") + descr[static_cast<int>(data.type)] +
+  std::string dict = "{'descr': '" + std::string(type_info(data.type).npy) +
                      "', 'fortran_order': False, 'shape': (" + std::to_string(data.n) + ",), }";
   // Version 1.0: magic, version, 2-byte length, dict padded with spaces to a 64-byte boundary.
   const std::size_t total = (10 + dict.size() + 1 + 63) / 64 * 64;

@@ -30,8 +30,8 @@ inline constexpr std::size_t kMaxTextLine = 4096;
 // Text: one number a line, '#' comments and blank lines skipped, spaces, tabs and a CR around
 // the number ignored. The whole token must parse as the type (a finite number must be in its
 // range); control bytes are refused, and so is a line longer than kMaxTextLine.
-// .npy: versions 1-3; the header is the Python literal of a dict with the keys 'descr' (one of
-// '<i4' '<i8' '<f4' '<f8'), 'fortran_order' (True or False) and 'shape' (a tuple of
+// .npy: versions 1-3; the header is the Python literal of a dict with the keys 'descr' (an element
+// type's TypeInfo::npy: '<i4' '<i8' '<f4' '<f8'), 'fortran_order' (True or False) and 'shape' (a tuple of
 // non-negative integers), each exactly once; the data size is checked against the shape before
 // any data is read.
 // An input read into memory may hold at most half of the machine's memory.
