@@ -103,6 +103,17 @@ double bytes_per_second(std::uint64_t n, DType type, double ms) {
   return ms > 0 ? static_cast<double>(n) * static_cast<double>(size_of(type)) / (ms * 1e-3) : 0.0;
 }
 
+void fill_identity(Result& r, std::string_view backend, std::uint64_t n, Op op, DType type) {
+  r.backend = backend;
+  r.n = n;
+  r.op = op;
+  r.type = type;
+  r.bytes_per_s = bytes_per_second(n, type, r.total_ms > 0 ? r.total_ms : r.kernel_ms);
+  // A float product's every multiplication rounds the whole product, whatever the order: its
+  // error grows with n - 1, not with the chain length.
+  if (op == Op::Prod) r.rounding_depth = std::max(r.rounding_depth, n);
+}
+
 Result run_chunks(ChunkDevice& device, ChunkSource& source, Op op, const RunOptions& options,
                   const KernelInfo& kernel, bool resident) {
   ChunkPlan plan;
@@ -144,19 +155,11 @@ Result run_chunks(ChunkDevice& device, ChunkSource& source, Op op, const RunOpti
   r.finish = out.finish;
   r.launches = out.launches;
   r.rounding_depth = plan.exact ? 1 : out.depth;
-  // A float product's every multiplication rounds the whole product, whatever the order: its
-  // error grows with n - 1, not with the chain length.
-  if (op == Op::Prod) r.rounding_depth = std::max<std::uint64_t>(r.rounding_depth, plan.n);
   r.repeats = options.repeat;
   r.kernel_ms = median(kernel_ms);
   r.transfer_ms = median(transfer_ms) + staging_ms;
   r.chunks = plan.chunks;
-  if (resident) {
-    r.bytes_per_s = bytes_per_second(plan.n, plan.type, r.kernel_ms);
-  } else {
-    r.total_ms = median(total_ms);
-    r.bytes_per_s = bytes_per_second(plan.n, plan.type, r.total_ms);
-  }
+  if (!resident) r.total_ms = median(total_ms);
   r.path = device.describe(plan);
   return r;
 }
@@ -198,11 +201,8 @@ Result Reducer::reduce(ChunkSource& source, Op op, const RunOptions& options) {
     std::lock_guard lock(mutex_);
     r = detail::run_chunks(chunks, source, op, options, k, resident);
   }
-  r.backend = backend();
+  detail::fill_identity(r, backend(), source.size(), op, source.type());
   r.device = device();
-  r.n = source.size();
-  r.op = op;
-  r.type = source.type();
   return r;
 }
 

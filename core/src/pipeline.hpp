@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "xreduce/exact.hpp"
 #include "xreduce/reducer.hpp"
@@ -96,6 +97,10 @@ Scalar round_exact(const ExactSum::Raw& state, DType type);
 Scalar scalar_from_bytes(DType type, const void* bytes);
 // Input bytes per second over `ms`.
 double bytes_per_second(std::uint64_t n, DType type, double ms);
+// The fields every Result of n elements carries, whichever path made it: backend, n, op, type;
+// bytes_per_s over total_ms when set (a streamed input, end to end), else over kernel_ms; and a
+// float product's rounding depth, at least n. Reducer::reduce and the device-pointer APIs call it.
+void fill_identity(Result& r, std::string_view backend, std::uint64_t n, Op op, DType type);
 
 }  // namespace detail
 }  // namespace xr

@@ -9,6 +9,7 @@
 #include <omp.h>
 #endif
 
+#include "pipeline.hpp"
 #include "xreduce/exact.hpp"
 #include "xreduce/reference.hpp"
 #include "xreduce/semantics.hpp"
@@ -75,7 +76,7 @@ template <class T> class ReferenceState {
     ref.value = Scalar::of<T>(value_);
     if constexpr (std::is_floating_point_v<T>) {
       if (op_ == Op::Sum) {
-        ref.value = Scalar::of<T>(sizeof(T) == 4 ? static_cast<T>(sum_.to_float()) : static_cast<T>(sum_.to_double()));
+        ref.value = detail::round_exact(sum_.raw(), dtype_of<T>);
         ref.magnitude = magnitude_;
       } else if (op_ == Op::Prod) {
         ref.value = Scalar::of<T>(static_cast<T>(product_));

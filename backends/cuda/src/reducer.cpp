@@ -150,16 +150,6 @@ Result run_timed(DeviceState& ds, Workspace& ws, const Prepared& p, const RunOpt
   return r;
 }
 
-void fill_request(Result& r, u64 n, Op op, DType type) {
-  r.backend = "cuda";
-  r.n = n;
-  r.op = op;
-  r.type = type;
-  r.bytes_per_s = xr::detail::bytes_per_second(n, type, r.kernel_ms);
-  // A float product's every multiplication rounds the whole product, whatever the order: its
-  // error grows with n - 1, not with the chain length.
-  if (op == Op::Prod) r.rounding_depth = std::max<std::uint64_t>(r.rounding_depth, n);
-}
 
 int current_device() {
   int d = 0;
@@ -240,7 +230,7 @@ Result reduce(const T* dev_ptr, std::uint64_t n, Op op, cudaStream_t stream, con
   Workspace& ws = ds.workspace(stream);
   const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, op, options, ws.result_slot());
   Result r = run_timed(ds, ws, p, options);
-  fill_request(r, n, op, dtype_of<T>);
+  xr::detail::fill_identity(r, "cuda", n, op, dtype_of<T>);
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "internal.hpp"
+#include "pipeline.hpp"
 #include "policy.hpp"
 #include "xreduce/error.hpp"
 
@@ -148,18 +149,12 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   ExactSum::Raw raw;
   for (int i = 0; i < ExactSum::kLimbs; ++i) raw.limb[static_cast<std::size_t>(i)] = host[static_cast<std::size_t>(i)];
   raw.flags = static_cast<std::uint32_t>(host[ExactSum::kLimbs]) | ExactSum::kFlagAny;  // n > 0 here
-  ExactSum acc;
-  acc.merge_raw(raw);
   if (raw_out) *raw_out = raw;
 
   Result res;
-  res.n = rq.n;
-  res.op = rq.op;
-  res.type = rq.type;
-  res.backend = "opencl";
   res.device = caps.name;
   res.kernel = rung.info.name + ":exact";
-  res.value = rq.type == DType::F32 ? Scalar::of(acc.to_float()) : Scalar::of(acc.to_double());
+  res.value = xr::detail::round_exact(raw, rq.type);
   res.finish = std::string("exact: work-group superaccumulators (") +
                (variant.atom64 ? "64-bit local atomics" : "32-bit local atomic pairs") +
                (rq.type == DType::F32 ? (variant.f32_int ? ", integer window sums" : ", double window sums") : "") +
@@ -169,9 +164,8 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   res.repeats = opt.repeat;
   res.kernel_ms = median(kernel_ms);
   res.transfer_ms = median(read_ms);
-  res.bytes_per_s =
-      res.kernel_ms > 0 ? static_cast<double>(rq.n * size_of(rq.type)) / (res.kernel_ms * 1e-3) : 0.0;
   res.rounding_depth = 1;  // one rounding of the exact value
+  xr::detail::fill_identity(res, "opencl", rq.n, rq.op, rq.type);
   return res;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "internal.hpp"
+#include "pipeline.hpp"
 #include "policy.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
@@ -289,8 +290,7 @@ cl_mem ScratchBuffers::get(cl_context context, int which, std::size_t bytes) {
 
 Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   const RunOptions& opt = rq.options;
-  if (opt.repeat < 1) throw InvalidArgument("opencl: repeat must be at least 1");
-  if (opt.warmup < 0) throw InvalidArgument("opencl: warmup must not be negative");
+  check_options(opt);
   if (!rq.queue) throw InvalidArgument("opencl: null command queue");
 
   cl_device_id device = nullptr;
@@ -317,10 +317,6 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   const std::size_t acc_bytes = size_of(acc);
 
   Result res;
-  res.n = rq.n;
-  res.op = rq.op;
-  res.type = rq.type;
-  res.backend = "opencl";
   res.device = caps.name;
   res.kernel = kernel_name;
   res.repeats = opt.repeat;
@@ -330,9 +326,10 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     res.finish = "none";
     if (exact) {  // the empty exact sum: +0, an empty state
       if (exact_raw) *exact_raw = ExactSum::Raw{};
-      res.value = rq.type == DType::F32 ? Scalar::of(ExactSum{}.to_float()) : Scalar::of(ExactSum{}.to_double());
+      res.value = xr::detail::round_exact(ExactSum::Raw{}, rq.type);
       res.rounding_depth = 1;
     }
+    xr::detail::fill_identity(res, "opencl", rq.n, rq.op, rq.type);
     return res;
   }
 
@@ -485,11 +482,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     record_times(ev, launched, profiling, t0, t1, t2, kernel_ms, read_ms);
   }
 
-  res.value = visit_dtype(acc, [&](auto t) {
-    decltype(t) v;
-    std::memcpy(&v, host, sizeof v);
-    return Scalar::of(v);
-  });
+  res.value = xr::detail::scalar_from_bytes(acc, host);
   res.launches = static_cast<int>(passes.size());
   if (to_sink) res.repeats = 0;
   res.finish = finish != Finish::Partials ? finish_name(finish)
@@ -497,8 +490,8 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
                                           : "one work-group";
   res.kernel_ms = median(kernel_ms);
   res.transfer_ms = median(read_ms);
-  res.bytes_per_s = res.kernel_ms > 0 ? static_cast<double>(rq.n * elem) / (res.kernel_ms * 1e-3) : 0.0;
   res.rounding_depth = depth;
+  xr::detail::fill_identity(res, "opencl", rq.n, rq.op, rq.type);
   return res;
 }
 
