@@ -108,13 +108,13 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
       const cl_uint accumulate = s > 0;
       const std::size_t global = static_cast<std::size_t>(groups) * local;
       std::lock_guard lock(main.mutex);
-      check(clSetKernelArg(main.kernel, 0, sizeof in, &in), "clSetKernelArg", "in");
-      check(clSetKernelArg(main.kernel, 1, sizeof offset, &offset), "clSetKernelArg", "offset");
-      check(clSetKernelArg(main.kernel, 2, sizeof n, &n), "clSetKernelArg", "n");
-      check(clSetKernelArg(main.kernel, 3, sizeof part_mem, &part_mem), "clSetKernelArg", "part");
-      check(clSetKernelArg(main.kernel, 4, sizeof accumulate, &accumulate), "clSetKernelArg", "accumulate");
+      check(clSetKernelArg(main.kernel.get(), 0, sizeof in, &in), "clSetKernelArg", "in");
+      check(clSetKernelArg(main.kernel.get(), 1, sizeof offset, &offset), "clSetKernelArg", "offset");
+      check(clSetKernelArg(main.kernel.get(), 2, sizeof n, &n), "clSetKernelArg", "n");
+      check(clSetKernelArg(main.kernel.get(), 3, sizeof part_mem, &part_mem), "clSetKernelArg", "part");
+      check(clSetKernelArg(main.kernel.get(), 4, sizeof accumulate, &accumulate), "clSetKernelArg", "accumulate");
       cl_event e = nullptr;
-      check(clEnqueueNDRangeKernel(rq.queue, main.kernel, 1, nullptr, &global, &local, ev.wait_count(), ev.wait_list(), &e),
+      check(clEnqueueNDRangeKernel(rq.queue, main.kernel.get(), 1, nullptr, &global, &local, ev.wait_count(), ev.wait_list(), &e),
             "clEnqueueNDRangeKernel", "exact sum: " + std::to_string(groups) + " work-groups of " + std::to_string(local));
       ev.events.push_back(e);
     }
@@ -122,12 +122,12 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
       const cl_uint g = static_cast<cl_uint>(groups);
       const std::size_t global = kRows * local2;
       std::lock_guard lock(merge.mutex);
-      check(clSetKernelArg(merge.kernel, 0, sizeof part_mem, &part_mem), "clSetKernelArg", "part");
-      check(clSetKernelArg(merge.kernel, 1, sizeof g, &g), "clSetKernelArg", "G");
-      check(clSetKernelArg(merge.kernel, 2, sizeof out_mem, &out_mem), "clSetKernelArg", "out");
-      check(clSetKernelArg(merge.kernel, 3, local2 * sizeof(cl_long), nullptr), "clSetKernelArg", "local scratch");
+      check(clSetKernelArg(merge.kernel.get(), 0, sizeof part_mem, &part_mem), "clSetKernelArg", "part");
+      check(clSetKernelArg(merge.kernel.get(), 1, sizeof g, &g), "clSetKernelArg", "G");
+      check(clSetKernelArg(merge.kernel.get(), 2, sizeof out_mem, &out_mem), "clSetKernelArg", "out");
+      check(clSetKernelArg(merge.kernel.get(), 3, local2 * sizeof(cl_long), nullptr), "clSetKernelArg", "local scratch");
       cl_event e = nullptr;
-      check(clEnqueueNDRangeKernel(rq.queue, merge.kernel, 1, nullptr, &global, &local2, ev.wait_count(), ev.wait_list(), &e),
+      check(clEnqueueNDRangeKernel(rq.queue, merge.kernel.get(), 1, nullptr, &global, &local2, ev.wait_count(), ev.wait_list(), &e),
             "clEnqueueNDRangeKernel", "exact merge");
       ev.events.push_back(e);
     }

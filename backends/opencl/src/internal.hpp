@@ -68,16 +68,54 @@ ListedDevice select_device(const BackendOptions& options);
 // reused across Reducers. Never released (the ICD may be gone at static destruction).
 cl_context shared_context(const DeviceCaps& caps);
 
+// One owner of an OpenCL object (a buffer, an event, a queue, a program, a kernel), which releases it at scope exit;
+// moved, never copied.
+template <class T, cl_int(CL_API_CALL* Release)(T)>
+class ClHandle {
+ public:
+  ClHandle() = default;
+  explicit ClHandle(T object) : object_(object) {}
+  ClHandle(const ClHandle&) = delete;
+  ClHandle& operator=(const ClHandle&) = delete;
+  ClHandle(ClHandle&& o) noexcept : object_(std::exchange(o.object_, nullptr)) {}
+  ClHandle& operator=(ClHandle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      object_ = std::exchange(o.object_, nullptr);
+    }
+    return *this;
+  }
+  ~ClHandle() { reset(); }
+  T get() const { return object_; }
+  // Where an OpenCL call that creates the object writes it (the one held before is released).
+  T* out() {
+    reset();
+    return &object_;
+  }
+  explicit operator bool() const { return object_ != nullptr; }
+  void reset() noexcept {
+    if (object_) Release(std::exchange(object_, nullptr));
+  }
+
+ private:
+  T object_ = nullptr;
+};
+using Mem = ClHandle<cl_mem, clReleaseMemObject>;
+using Event = ClHandle<cl_event, clReleaseEvent>;
+using Queue = ClHandle<cl_command_queue, clReleaseCommandQueue>;
+using Program = ClHandle<cl_program, clReleaseProgram>;
+using Kernel = ClHandle<cl_kernel, clReleaseKernel>;
+
 // ---- programs -------------------------------------------------------------------------------
 
 // Builds `source` for one device; throws KernelBuildError with CL_PROGRAM_BUILD_LOG on
-// failure. The caller owns the returned program. Not cached.
-cl_program build_program(cl_context context, cl_device_id device, std::string_view source_name,
+// failure. Not cached.
+Program build_program(cl_context context, cl_device_id device, std::string_view source_name,
                          std::string_view source, const std::string& options);
 
 struct CachedKernel {
-  cl_program program = nullptr;
-  cl_kernel kernel = nullptr;
+  Program program;
+  Kernel kernel;
   std::size_t work_group_max = 1;   // CL_KERNEL_WORK_GROUP_SIZE
   std::uint64_t local_mem_used = 0; // CL_KERNEL_LOCAL_MEM_SIZE (static local memory)
   std::mutex mutex;                 // held from clSetKernelArg to clEnqueueNDRangeKernel
@@ -120,41 +158,6 @@ constexpr const char* kKernel = "xr_reduce";
 
 // ---- reduction ------------------------------------------------------------------------------
 
-// One owner of an OpenCL object (a buffer, an event, a queue), which releases it at scope exit;
-// moved, never copied.
-template <class T, cl_int(CL_API_CALL* Release)(T)>
-class ClHandle {
- public:
-  ClHandle() = default;
-  explicit ClHandle(T object) : object_(object) {}
-  ClHandle(const ClHandle&) = delete;
-  ClHandle& operator=(const ClHandle&) = delete;
-  ClHandle(ClHandle&& o) noexcept : object_(std::exchange(o.object_, nullptr)) {}
-  ClHandle& operator=(ClHandle&& o) noexcept {
-    if (this != &o) {
-      reset();
-      object_ = std::exchange(o.object_, nullptr);
-    }
-    return *this;
-  }
-  ~ClHandle() { reset(); }
-  T get() const { return object_; }
-  // Where an OpenCL call that creates the object writes it (the one held before is released).
-  T* out() {
-    reset();
-    return &object_;
-  }
-  explicit operator bool() const { return object_ != nullptr; }
-  void reset() noexcept {
-    if (object_) Release(std::exchange(object_, nullptr));
-  }
-
- private:
-  T object_ = nullptr;
-};
-using Mem = ClHandle<cl_mem, clReleaseMemObject>;
-using Event = ClHandle<cl_event, clReleaseEvent>;
-using Queue = ClHandle<cl_command_queue, clReleaseCommandQueue>;
 
 // A new buffer of `bytes`; DeviceError naming `what` when the device refuses it.
 Mem create_buffer(cl_context context, cl_mem_flags flags, std::size_t bytes, const std::string& what);

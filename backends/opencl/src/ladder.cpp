@@ -443,7 +443,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
       const cl_uint karg = k;
       const std::size_t global = static_cast<std::size_t>(p.groups) * p.local, local_size = p.local;
       std::lock_guard lock(p.kernel->mutex);
-      cl_kernel kern = p.kernel->kernel;
+      cl_kernel kern = p.kernel->kernel.get();
       check(clSetKernelArg(kern, 0, sizeof in, &in), "clSetKernelArg", "in");
       check(clSetKernelArg(kern, 1, sizeof offset, &offset), "clSetKernelArg", "offset");
       check(clSetKernelArg(kern, 2, sizeof n, &n), "clSetKernelArg", "n");

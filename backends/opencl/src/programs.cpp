@@ -52,17 +52,16 @@ Cache& cache() {
 
 }  // namespace
 
-cl_program build_program(cl_context context, cl_device_id device, std::string_view source_name,
+Program build_program(cl_context context, cl_device_id device, std::string_view source_name,
                          std::string_view source, const std::string& options) {
   const char* text = source.data();
   const std::size_t length = source.size();
   cl_int rc = CL_SUCCESS;
-  cl_program program = clCreateProgramWithSource(context, 1, &text, &length, &rc);
+  Program program(clCreateProgramWithSource(context, 1, &text, &length, &rc));
   check(rc, "clCreateProgramWithSource", source_name);
-  rc = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+  rc = clBuildProgram(program.get(), 1, &device, options.c_str(), nullptr, nullptr);
   if (rc != CL_SUCCESS) {
-    std::string log = build_log(program, device);
-    clReleaseProgram(program);
+    std::string log = build_log(program.get(), device);
     std::string what = "opencl: clBuildProgram (" + std::string(source_name) + " " + options + ") failed: " +
                        error_name(rc);
     if (!log.empty()) {
@@ -87,21 +86,14 @@ CachedKernel& cached_kernel(cl_context context, cl_device_id device, std::string
   auto entry = std::make_unique<CachedKernel>();
   entry->program = build_program(context, device, source_name, embedded_source(source_name), options);
   cl_int rc = CL_SUCCESS;
-  entry->kernel = clCreateKernel(entry->program, kernel_name, &rc);
-  if (rc != CL_SUCCESS) {
-    clReleaseProgram(entry->program);
-    fail(rc, "clCreateKernel", kernel_name);
-  }
+  entry->kernel = Kernel(clCreateKernel(entry->program.get(), kernel_name, &rc));
+  if (rc != CL_SUCCESS) fail(rc, "clCreateKernel", kernel_name);
   std::size_t wg = 0;
   cl_ulong local = 0;
-  rc = clGetKernelWorkGroupInfo(entry->kernel, device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, nullptr);
+  rc = clGetKernelWorkGroupInfo(entry->kernel.get(), device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, nullptr);
   if (rc == CL_SUCCESS)
-    rc = clGetKernelWorkGroupInfo(entry->kernel, device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local, &local, nullptr);
-  if (rc != CL_SUCCESS) {
-    clReleaseKernel(entry->kernel);
-    clReleaseProgram(entry->program);
-    fail(rc, "clGetKernelWorkGroupInfo", kernel_name);
-  }
+    rc = clGetKernelWorkGroupInfo(entry->kernel.get(), device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local, &local, nullptr);
+  if (rc != CL_SUCCESS) fail(rc, "clGetKernelWorkGroupInfo", kernel_name);
   entry->work_group_max = wg ? wg : 1;
   entry->local_mem_used = local;
   return *c.entries.emplace(key, std::move(entry)).first->second;
@@ -115,9 +107,9 @@ void clear_program_cache() {
   auto& c = detail::cache();
   std::lock_guard lock(c.mutex);
   for (auto& [key, e] : c.entries) {
-    std::lock_guard use(e->mutex);
-    clReleaseKernel(e->kernel);
-    clReleaseProgram(e->program);
+    std::lock_guard use(e->mutex);  // no launch of it in flight on another thread
+    e->kernel.reset();
+    e->program.reset();
   }
   c.entries.clear();
 }
