@@ -37,16 +37,21 @@ Span share(std::uint64_t n, int t, int nt, std::uint64_t align) {
   return {edge(t), t + 1 == nt ? n : edge(t + 1)};
 }
 
-
-// The float reductions of the clause, each thread's copy starting at the semantics' identity
-// (the variable's value before the loop): OpenMP's own `+` starts at +0, which turns a sum of -0
-// terms into +0, and clang's `max` at the lowest finite value, which turns the max of {-inf}
-// into -FLT_MAX.
-#pragma omp declare reduction(xr_float_sum : float, double : omp_out += omp_in) initializer(omp_priv = omp_orig)
-#pragma omp declare reduction(xr_float_min : float : omp_out = omp_in < omp_out ? omp_in : omp_out) initializer(omp_priv = omp_orig)
-#pragma omp declare reduction(xr_float_min : double : omp_out = omp_in < omp_out ? omp_in : omp_out) initializer(omp_priv = omp_orig)
-#pragma omp declare reduction(xr_float_max : float : omp_out = omp_out < omp_in ? omp_in : omp_out) initializer(omp_priv = omp_orig)
-#pragma omp declare reduction(xr_float_max : double : omp_out = omp_out < omp_in ? omp_in : omp_out) initializer(omp_priv = omp_orig)
+// The float reductions of the clause, each thread's copy starting at the semantics' identity:
+// OpenMP's own `+` starts at +0, which turns a sum of -0 terms into +0, and clang's `max` at the
+// lowest finite value, which turns the max of {-inf} into -FLT_MAX. The identities are
+// constants: an initializer that read the variable (omp_orig) would race with threads that
+// already combine into it.
+#pragma omp declare reduction(xr_float_sum : float : omp_out += omp_in) initializer(omp_priv = -0.0f)
+#pragma omp declare reduction(xr_float_sum : double : omp_out += omp_in) initializer(omp_priv = -0.0)
+#pragma omp declare reduction(xr_float_min : float : omp_out = omp_in < omp_out ? omp_in : omp_out) \
+    initializer(omp_priv = std::numeric_limits<float>::infinity())
+#pragma omp declare reduction(xr_float_min : double : omp_out = omp_in < omp_out ? omp_in : omp_out) \
+    initializer(omp_priv = std::numeric_limits<double>::infinity())
+#pragma omp declare reduction(xr_float_max : float : omp_out = omp_out < omp_in ? omp_in : omp_out) \
+    initializer(omp_priv = -std::numeric_limits<float>::infinity())
+#pragma omp declare reduction(xr_float_max : double : omp_out = omp_out < omp_in ? omp_in : omp_out) \
+    initializer(omp_priv = -std::numeric_limits<double>::infinity())
 
 // rung `clause`: the OpenMP reduction clause (Ukrainian Wikipedia, "Reduction (parallel
 // programming)"); one accumulator per thread, so
