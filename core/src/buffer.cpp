@@ -107,15 +107,23 @@ Dist parse_dist(std::string_view text) {
 }
 
 HostBuffer generate(DType type, std::uint64_t n, Dist dist, std::uint64_t seed) {
-  HostBuffer buf(type, n);
+  return generate_slice(type, n, 0, n, dist, seed);
+}
+
+HostBuffer generate_slice(DType type, std::uint64_t total, std::uint64_t first, std::uint64_t count, Dist dist,
+                          std::uint64_t seed) {
+  if (first > total || count > total - first)
+    throw InvalidArgument("generate: elements [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
+                          std::to_string(count) + ") lie beyond the " + std::to_string(total) + " of the sequence");
+  HostBuffer buf(type, count);
   const ElementRandom rng{mix(seed)};
   visit_dtype(type, [&](auto zero) {
     using T = decltype(zero);
     T* out = buf.as<T>();
-    const auto count = static_cast<std::int64_t>(n);
+    const auto len = static_cast<std::int64_t>(count);
 #pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < count; ++i)
-      out[i] = element<T>(dist, rng, static_cast<std::uint64_t>(i), n);
+    for (std::int64_t i = 0; i < len; ++i)
+      out[i] = element<T>(dist, rng, first + static_cast<std::uint64_t>(i), total);
   });
   return buf;
 }

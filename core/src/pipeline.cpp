@@ -85,10 +85,24 @@ ChunkOutcome pass(ChunkDevice& device, ChunkSource& source, const ChunkPlan& pla
 
 }  // namespace
 
+namespace {
+Scalar rounded(const ExactSum& sum, DType type) {
+  return type == DType::F32 ? Scalar::of(sum.to_float()) : Scalar::of(sum.to_double());
+}
+}  // namespace
+
 Scalar round_exact(const ExactSum::Raw& state, DType type) {
   ExactSum sum;
   sum.merge_raw(state);
-  return type == DType::F32 ? Scalar::of(sum.to_float()) : Scalar::of(sum.to_double());
+  return rounded(sum, type);
+}
+
+void set_exact(Result& r, const ExactSum::Raw& state, DType type) {
+  ExactSum sum;
+  sum.merge_raw(state);
+  r.value = rounded(sum, type);
+  r.exact_state = sum.raw();
+  r.rounding_depth = 1;
 }
 
 Scalar scalar_from_bytes(DType type, const void* bytes) {
@@ -150,11 +164,12 @@ Result run_chunks(ChunkDevice& device, ChunkSource& source, Op op, const RunOpti
   }
 
   Result r;
-  r.value = plan.exact ? round_exact(out.exact, plan.type) : out.value;
+  r.value = out.value;
+  r.rounding_depth = out.depth;
+  if (plan.exact) set_exact(r, out.exact, plan.type);
   r.kernel = out.kernel;
   r.finish = out.finish;
   r.launches = out.launches;
-  r.rounding_depth = plan.exact ? 1 : out.depth;
   r.repeats = options.repeat;
   r.kernel_ms = median(kernel_ms);
   r.transfer_ms = median(transfer_ms) + staging_ms;
@@ -192,10 +207,10 @@ Result Reducer::reduce(ChunkSource& source, Op op, const RunOptions& options) {
   Result r;
   if (source.size() == 0) {  // nothing to stage or reduce: the op's empty value
     r.value = empty_scalar(op, result_dtype(op, source.type(), options.accumulator));
+    if (options.exact && exact_applies(op, source.type()) && k.exact) detail::set_exact(r, ExactSum::Raw{}, source.type());
     r.kernel = k.name;
     r.finish = "none (empty input)";
     r.repeats = options.repeat;
-    r.rounding_depth = options.exact && exact_applies(op, source.type()) && k.exact ? 1 : 0;  // exact: rounded once
     r.path = "none";
   } else {
     std::lock_guard lock(mutex_);

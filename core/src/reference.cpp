@@ -77,6 +77,7 @@ template <class T> class ReferenceState {
     if constexpr (std::is_floating_point_v<T>) {
       if (op_ == Op::Sum) {
         ref.value = detail::round_exact(sum_.raw(), dtype_of<T>);
+        ref.exact_state = sum_.raw();
         ref.magnitude = magnitude_;
       } else if (op_ == Op::Prod) {
         ref.value = Scalar::of<T>(static_cast<T>(product_));

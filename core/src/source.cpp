@@ -167,6 +167,30 @@ std::unique_ptr<ChunkSource> open_input(const std::string& path, std::optional<D
                                         path);
 }
 
+SliceSource::SliceSource(ChunkSource& inner, std::uint64_t first, std::uint64_t count)
+    : inner_(inner), first_(first), count_(count) {
+  if (first > inner.size() || count > inner.size() - first)
+    throw InvalidArgument("slice [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
+                          std::to_string(count) + ") of " + printable(inner.name()) + " runs past its " +
+                          std::to_string(inner.size()) + " elements");
+}
+
+std::string SliceSource::name() const {
+  return inner_.name() + " [" + std::to_string(first_) + ", " + std::to_string(first_ + count_) + ")";
+}
+
+void SliceSource::read(std::uint64_t first, std::uint64_t count, void* dst) {
+  if (first > count_ || count > count_ - first)
+    throw InvalidArgument("read of [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
+                          std::to_string(count) + ") runs past " + printable(name()));
+  inner_.read(first_ + first, count, dst);
+}
+
+const void* SliceSource::memory() const {
+  const void* whole = inner_.memory();
+  return whole ? static_cast<const unsigned char*>(whole) + first_ * size_of(inner_.type()) : nullptr;
+}
+
 void ProgressSource::read(std::uint64_t first, std::uint64_t count, void* dst) {
   inner_.read(first, count, dst);
   const std::size_t elem = size_of(inner_.type());

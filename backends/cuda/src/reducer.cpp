@@ -124,11 +124,10 @@ Result run_timed(DeviceState& ds, Workspace& ws, const Prepared& p, const RunOpt
                                      opt.grid_size);
     }, times);
     check(cudaStreamSynchronize(ws.stream()), "cudaStreamSynchronize");
-    r.value = xr::detail::round_exact(read_exact_state(acc, p.launch.n), p.type);
+    xr::detail::set_exact(r, read_exact_state(acc, p.launch.n), p.type);
     r.kernel = p.entry->info.name + ":exact";
     r.finish = "exact: block superaccumulators, global atomics, rounded once on the host";
     r.launches = l.launches;
-    r.rounding_depth = 1;  // one rounding of the exact value
   } else {
     const Outcome o = time_launches(ws, opt, [&] { return p.fn(p.launch); }, times);
     unsigned char bytes[8] = {};
@@ -296,7 +295,7 @@ BackendStatus status() {
     for (int d = 0; d < count; ++d) {
       cudaDeviceProp prop{};
       check(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
-      s.devices.push_back({prop.name, device_detail(d)});
+      s.devices.push_back({prop.name, device_detail(d), true});
     }
   } catch (const Error& err) {
     s.reason = err.what();

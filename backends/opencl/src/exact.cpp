@@ -154,7 +154,7 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   Result res;
   res.device = caps.name;
   res.kernel = rung.info.name + ":exact";
-  res.value = xr::detail::round_exact(raw, rq.type);
+  xr::detail::set_exact(res, raw, rq.type);
   res.finish = std::string("exact: work-group superaccumulators (") +
                (variant.atom64 ? "64-bit local atomics" : "32-bit local atomic pairs") +
                (rq.type == DType::F32 ? (variant.f32_int ? ", integer window sums" : ", double window sums") : "") +
@@ -164,7 +164,6 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   res.repeats = opt.repeat;
   res.kernel_ms = median(kernel_ms);
   res.transfer_ms = median(read_ms);
-  res.rounding_depth = 1;  // one rounding of the exact value
   xr::detail::fill_identity(res, "opencl", rq.n, rq.op, rq.type);
   return res;
 }

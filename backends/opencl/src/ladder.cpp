@@ -326,8 +326,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     res.finish = "none";
     if (exact) {  // the empty exact sum: +0, an empty state
       if (exact_raw) *exact_raw = ExactSum::Raw{};
-      res.value = xr::detail::round_exact(ExactSum::Raw{}, rq.type);
-      res.rounding_depth = 1;
+      xr::detail::set_exact(res, ExactSum::Raw{}, rq.type);
     }
     xr::detail::fill_identity(res, "opencl", rq.n, rq.op, rq.type);
     return res;

@@ -49,5 +49,9 @@ XR_API Dist parse_dist(std::string_view text);  // throws InvalidArgument
 // Element i depends only on (seed, i, dist, type): the same bytes on every machine and for
 // every thread count.
 XR_API HostBuffer generate(DType type, std::uint64_t n, Dist dist, std::uint64_t seed);
+// Elements [first, first + count) of generate(type, total, dist, seed), made alone: the pieces
+// of a sequence split over processes (xr::mpi) join into the same bytes whatever the split.
+XR_API HostBuffer generate_slice(DType type, std::uint64_t total, std::uint64_t first, std::uint64_t count, Dist dist,
+                                 std::uint64_t seed);
 
 }  // namespace xr

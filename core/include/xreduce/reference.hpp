@@ -1,8 +1,10 @@
 // The host reference every backend is checked against, and the error bound of the check.
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "xreduce/exact.hpp"
 #include "xreduce/export.hpp"
 #include "xreduce/reducer.hpp"
 #include "xreduce/result.hpp"
@@ -13,6 +15,9 @@ struct Reference {
   Scalar value;       // integers: exact (with the wrap of the semantics); float sums: the exact
                       // sum rounded once; float products: long double product; min/max: exact
   double magnitude = 0;  // sum |x| for float sums, |value| for float products
+  // Float sums: the exact sum before its rounding (states of disjoint parts merge into the
+  // whole's: a distributed reference, xr::mpi::reference_reduce).
+  std::optional<ExactSum::Raw> exact_state;
   std::uint64_t n = 0;
   Op op = Op::Sum;
   DType type = DType::F32;

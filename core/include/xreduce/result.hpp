@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "xreduce/exact.hpp"
 #include "xreduce/types.hpp"
 
 namespace xr {
@@ -32,6 +34,10 @@ struct Result {
   // run per thread + tree depth + passes). Float sums then satisfy
   // |value - exact| <= rounding_depth * u * sum|x| (u = unit roundoff), to first order.
   std::uint64_t rounding_depth = 0;
+  // Exact mode (RunOptions::exact on an f32/f64 sum): the exact sum before its one rounding, a
+  // normalised ExactSum state. States of disjoint inputs merge (ExactSum::merge_raw) into the
+  // state of their union, whatever the order: xr::mpi combines ranks' sums with it.
+  std::optional<ExactSum::Raw> exact_state;
 };
 
 }  // namespace xr

@@ -114,6 +114,23 @@ class XR_API ProgressSource final : public ChunkSource {
   Report report_;
 };
 
+// Elements [first, first + count) of another source, as a source of its own: one process's part
+// of a file split over processes (xr::mpi), which reads only its own byte range. InvalidArgument
+// when the range runs past the source's end.
+class XR_API SliceSource final : public ChunkSource {
+ public:
+  SliceSource(ChunkSource& inner, std::uint64_t first, std::uint64_t count);
+  DType type() const override { return inner_.type(); }
+  std::uint64_t size() const override { return count_; }
+  std::string name() const override;
+  void read(std::uint64_t first, std::uint64_t count, void* dst) override;
+  const void* memory() const override;
+
+ private:
+  ChunkSource& inner_;
+  std::uint64_t first_, count_;
+};
+
 // memcpy with up to `threads` threads (0: up to 16, one per 4 MiB): one thread cannot move
 // host memory at the PCIe link's rate (docs/performance.md, "Pageable host data").
 XR_API void parallel_copy(void* dst, const void* src, std::size_t bytes, unsigned threads = 0);
