@@ -25,6 +25,7 @@ if(OpenMP_CXX_FOUND)
 else()
   set(XREDUCE_LINKS_OPENMP FALSE)
 endif()
+set(XREDUCE_WITH_MPI ${XR_BUILD_MPI})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/xreduceConfig.cmake.in
   ${PROJECT_BINARY_DIR}/xreduceConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xreduce)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/xreduceConfigVersion.cmake

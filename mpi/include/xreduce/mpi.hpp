@@ -1,0 +1,159 @@
+// Distributed reductions over MPI: the data is spread over the ranks of a communicator, each rank
+// reduces its own part with a reducer of its own (any backend, any device), and the ranks combine
+// their results into the value of the whole input, on every rank or on one.
+//
+//   MPI_Init(&argc, &argv);
+//   xr::mpi::Reducer reducer(MPI_COMM_WORLD, {.backend = "cuda"});   // device: node-local rank % GPUs
+//   std::vector<float> mine = ...;                                    // this rank's part
+//   xr::mpi::GlobalResult g = reducer.reduce(std::span<const float>(mine), xr::Op::Sum);
+//   g.result.value;                                                   // the sum over every rank
+//
+// How each op combines (the semantics of xreduce/semantics.hpp hold for the whole input):
+//   integer sums and products  exact, wrapping as one process would (a custom commutative MPI_Op)
+//   min, max                   a custom MPI_Op that keeps NaN (MPI_MIN and MPI_MAX do not), in rank order
+//   float sums and products    the ranks' values combined in rank order on every rank, so the value does
+//                              not depend on MPI's reduction tree; Result::rounding_depth bounds it
+//   exact float sums           the ranks' ExactSum states merged by a custom commutative MPI_Op: the same
+//                              bits for any rank count, partition and mix of backends, equal to the exact
+//                              sum of one process
+//
+// Failures never hang: every call is collective, and the ranks agree on their status before any
+// value is exchanged. A rank that fails (an unreadable file, a device error, a bad argument, an
+// unavailable backend) makes every rank throw the same exception, of the failing rank's class
+// (InvalidArgument, InputError, BackendUnavailable, DeviceError, ...), whose message names it:
+// "rank 2 of 4 (node7): cannot open 'x.npy': No such file or directory". Ranks that disagree on
+// the op, the element type, the accumulator or exact mode throw InvalidArgument on every rank.
+//
+// Ranks exchange fixed-layout records as bytes: every rank of a communicator must share one byte
+// order (as every homogeneous cluster does). A GlobalResult's per-rank rows are exchanged once
+// per call, after the timed combine.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "xreduce/export.hpp"
+#include "xreduce/reducer.hpp"
+#include "xreduce/reference.hpp"
+#include "xreduce/registry.hpp"
+#include "xreduce/result.hpp"
+#include "xreduce/source.hpp"
+
+namespace xr::mpi {
+
+struct Options {
+  // "cuda", "opencl", "omp", or "auto": the first usable of cuda, opencl and omp on this rank.
+  std::string backend = "auto";
+  // The device. Left empty on a backend with GPUs, each rank takes GPU (node-local rank modulo
+  // the node's GPU count), so the ranks of one node spread over its GPUs; otherwise the
+  // backend's own default.
+  BackendOptions device;
+};
+
+// One rank's part in a distributed reduction.
+struct RankRow {
+  int rank = 0;
+  std::string host, backend, device, kernel;
+  std::uint64_t first = 0;  // its elements are [first, first + n) of the whole input
+  std::uint64_t n = 0;
+  double kernel_ms = 0;     // its local reduction's Result::kernel_ms
+  double total_ms = 0;      // its local reduction's Result::total_ms (0: not streamed)
+};
+
+struct GlobalResult {
+  // The value of the whole input, with: n, the global count; backend "mpi"; device and kernel as
+  // this rank ran them; rounding_depth, the global chain (the deepest rank's plus the combine);
+  // exact_state in exact mode; kernel_ms, the slowest rank's; total_ms, the slowest rank's end to
+  // end (its total_ms, or kernel_ms where it did not stream) plus combine_ms; bytes_per_s, the
+  // input's bytes over that total_ms.
+  Result result;
+  int ranks = 1;
+  // The combine step: from a barrier after the local results until this rank holds the value
+  // (status agreed, values exchanged). The median over the reduction's warmup + repeat
+  // combines, the first `warmup` untimed.
+  double combine_ms = 0;
+  std::vector<RankRow> rows;  // every rank's part, in rank order
+};
+
+// A reducer on every rank of a communicator. Every member function is collective: all ranks call
+// it, in the same order, each with its own part of the input. A Reducer serialises its own
+// calls; the communicator is duplicated, so its traffic never mixes with the caller's.
+class XR_API Reducer {
+ public:
+  // Makes each rank's local reducer (xr::make_reducer with options.backend and the device the
+  // rule above gives). A rank that cannot makes every rank throw.
+  explicit Reducer(MPI_Comm comm, const Options& options = {});
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // The whole input's value on every rank. `local` is this rank's part (any size, 0 included);
+  // the parts follow one another in rank order (rank r's elements come after rank r-1's).
+  GlobalResult reduce(HostArray local, Op op, const RunOptions& options = {});
+  template <class T> GlobalResult reduce(std::span<const T> local, Op op, const RunOptions& options = {}) {
+    return reduce(HostArray::of(local), op, options);
+  }
+  // A streamed part: a file's slice (SliceSource over a FileSource reads only its byte range).
+  GlobalResult reduce(ChunkSource& local, Op op, const RunOptions& options = {});
+
+  // The same, with the value on `root` only: std::nullopt on every other rank (which still
+  // throws when any rank fails).
+  std::optional<GlobalResult> reduce_root(int root, HostArray local, Op op, const RunOptions& options = {});
+  std::optional<GlobalResult> reduce_root(int root, ChunkSource& local, Op op, const RunOptions& options = {});
+
+  // The local reducer (its backend and device).
+  xr::Reducer& local();
+  int rank() const;
+  int size() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// One call, with a Reducer made for it (a CUDA context or OpenCL program cache then lives as long
+// as the process, but the device is chosen again: keep a Reducer for repeated calls).
+XR_API GlobalResult reduce(MPI_Comm comm, HostArray local, Op op, const Options& options = {},
+                           const RunOptions& run = {});
+XR_API GlobalResult reduce(MPI_Comm comm, ChunkSource& local, Op op, const Options& options = {},
+                           const RunOptions& run = {});
+
+// Combines results that the ranks computed themselves: data already on a rank's device, reduced
+// through xreduce/cuda.hpp or xreduce/opencl.hpp (exact sums need Result::exact_state, which
+// exact mode fills). Each rank passes its own Result of its own part, in rank order; a rank with
+// nothing passes a Result with n = 0 (an exact sum's with an empty exact_state). `root` < 0: on
+// every rank; otherwise on root only. Collective; failures as above (pass the local error of a
+// rank that could not compute its Result through agree() first).
+XR_API std::optional<GlobalResult> combine(MPI_Comm comm, const Result& local, int root = -1);
+
+// Collective: returns when no rank passes an error; otherwise every rank throws the error of the
+// lowest failing rank (its class, its message prefixed with "rank R of P (host): "). For a
+// caller's own steps before a reduction (reading arguments, opening files).
+XR_API void agree(MPI_Comm comm, std::exception_ptr local_error);
+
+// Where rank r's part lies when `n` elements are split by the ranks' weights (each rank passes
+// its own; 0: it holds nothing; all 0: an even split): the first and the count of this rank's
+// elements, every element in exactly one part, in rank order. Collective.
+struct Part {
+  std::uint64_t first = 0;
+  std::uint64_t count = 0;
+};
+XR_API Part partition(MPI_Comm comm, std::uint64_t n, double weight = 1.0);
+
+// The host reference of the whole input, computed distributed: each rank's reference_reduce of
+// its part, combined as results are (float sums through their exact states, so the reference is
+// the exact sum rounded once, as in one process). Collective; the value is on every rank.
+XR_API Reference reference_reduce(MPI_Comm comm, HostArray local, Op op, Accumulator acc = Accumulator::Wide);
+XR_API Reference reference_reduce(MPI_Comm comm, ChunkSource& local, Op op, Accumulator acc = Accumulator::Wide);
+
+// The rank's index among the ranks of its node (MPI_COMM_TYPE_SHARED), and how many there are.
+XR_API int node_rank(MPI_Comm comm);
+
+}  // namespace xr::mpi

@@ -1,0 +1,281 @@
+// xr::mpi on 1, 2, 3 and 4 ranks (ctest starts this suite once per rank count): every rank runs
+// every test case, collectively. Each case checks against one process's answer computed on every
+// rank from the whole input, so the bits are the same for every rank count.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "xreduce/mpi.hpp"
+#include "xreduce/xreduce.hpp"
+
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+bool opencl_usable() { return xr::backend_status("opencl").usable; }
+
+// OpenMP on even ranks, OpenCL (PoCL here) on odd ones where OpenCL has a device.
+xr::mpi::Options mixed() {
+  xr::mpi::Options o;
+  o.backend = world_rank() % 2 == 1 && opencl_usable() ? "opencl" : "omp";
+  return o;
+}
+
+// The weights of the partitions the cases run: even; rank 0 empty and the rest rising; all on
+// the last rank.
+std::vector<double> weight_sets(int rank, int size) {
+  return {1.0, static_cast<double>(rank), rank == size - 1 ? 1.0 : 0.0};
+}
+
+// This rank's part of `whole` under `weight`.
+template <class T> std::vector<T> my_part(const std::vector<T>& whole, double weight) {
+  const xr::mpi::Part p = xr::mpi::partition(MPI_COMM_WORLD, whole.size(), weight);
+  return std::vector<T>(whole.begin() + static_cast<std::ptrdiff_t>(p.first),
+                        whole.begin() + static_cast<std::ptrdiff_t>(p.first + p.count));
+}
+
+template <class T> std::vector<T> generated(std::uint64_t n, xr::Dist dist, std::uint64_t seed) {
+  const xr::HostBuffer b = xr::generate(xr::dtype_of<T>, n, dist, seed);
+  return std::vector<T>(b.as<T>(), b.as<T>() + n);
+}
+
+template <class T> xr::Scalar exact_of(const std::vector<T>& whole) {
+  xr::ExactSum s;
+  s.add(whole.data(), whole.size());
+  return std::is_same_v<T, float> ? xr::Scalar::of(s.to_float()) : xr::Scalar::of(s.to_double());
+}
+
+xr::RunOptions exact_options() {
+  xr::RunOptions o;
+  o.exact = true;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("partition: every element in exactly one part, in rank order, for every weighting") {
+  const int rank = world_rank(), size = world_size();
+  for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{1000003},
+                          std::uint64_t{1} << 40})
+    for (double w : weight_sets(rank, size)) {
+      const xr::mpi::Part p = xr::mpi::partition(MPI_COMM_WORLD, n, w);
+      std::uint64_t ends[2] = {p.first, p.first + p.count};
+      std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(size));
+      MPI_Allgather(ends, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, MPI_COMM_WORLD);
+      CHECK(all.front() == 0);
+      CHECK(all.back() == n);
+      for (int r = 1; r < size; ++r) CHECK(all[2 * static_cast<std::size_t>(r)] == all[2 * static_cast<std::size_t>(r) - 1]);
+    }
+  CHECK_THROWS_AS(xr::mpi::partition(MPI_COMM_WORLD, 10, rank == size - 1 ? -1.0 : 1.0), xr::InvalidArgument);
+}
+
+TEST_CASE("exact sums: the bits of one process, for every partition and mix of OpenMP and OpenCL ranks") {
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, mixed());
+  for (xr::Dist dist : {xr::Dist::Uniform, xr::Dist::Cancel, xr::Dist::Normal}) {
+    const auto f32 = generated<float>(100003, dist, 11);
+    const auto f64 = generated<double>(100003, dist, 12);
+    for (double w : weight_sets(world_rank(), world_size())) {
+      const auto a = my_part(f32, w);
+      const auto b = my_part(f64, w);
+      const xr::mpi::GlobalResult ga = reducer.reduce(std::span<const float>(a), xr::Op::Sum, exact_options());
+      const xr::mpi::GlobalResult gb = reducer.reduce(std::span<const double>(b), xr::Op::Sum, exact_options());
+      CHECK(ga.result.value.same_bits(exact_of(f32)));
+      CHECK(gb.result.value.same_bits(exact_of(f64)));
+      CHECK(ga.result.n == f32.size());
+      CHECK(ga.result.rounding_depth == 1);
+      REQUIRE(ga.result.exact_state.has_value());
+      REQUIRE(ga.rows.size() == static_cast<std::size_t>(world_size()));
+      for (const xr::mpi::RankRow& row : ga.rows) CHECK(row.backend == (row.rank % 2 && opencl_usable() ? "opencl" : "omp"));
+      CHECK(ga.ranks == world_size());
+    }
+  }
+}
+
+TEST_CASE("special values cross ranks: NaN, +-inf, -0") {
+  const int rank = world_rank(), size = world_size();
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, mixed());
+  const auto reduce = [&](const std::vector<double>& mine, xr::Op op, bool exact) {
+    xr::RunOptions o;
+    o.exact = exact;
+    return reducer.reduce(std::span<const double>(mine), op, o).result.value;
+  };
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // Every term -0 on every rank (some ranks empty): the sum is -0, plain and exact.
+  const std::vector<double> zeros(rank % 2 ? 0 : 5, -0.0);
+  for (bool exact : {false, true}) {
+    const xr::Scalar z = reduce(zeros, xr::Op::Sum, exact);
+    CHECK(z.f == 0.0);
+    CHECK(std::signbit(z.f));
+  }
+  // One NaN on the last rank: min and max are NaN.
+  std::vector<double> mine = {1.0, -2.0, 3.0};
+  if (rank == size - 1) mine.push_back(nan);
+  CHECK(std::isnan(reduce(mine, xr::Op::Min, false).f));
+  CHECK(std::isnan(reduce(mine, xr::Op::Max, false).f));
+  CHECK(std::isnan(reduce(mine, xr::Op::Sum, true).f));
+  // +inf on rank 0, -inf on the last: NaN in exact mode where they meet, inf where only one does.
+  std::vector<double> infs = {1.0};
+  if (rank == 0) infs.push_back(inf);
+  if (rank == size - 1) infs.push_back(-inf);
+  CHECK(std::isnan(reduce(infs, xr::Op::Sum, true).f));
+  const xr::Scalar mx = reduce(infs, xr::Op::Max, false);
+  CHECK(mx.f == inf);
+  // +-0 within and across ranks: the exact sum of {+0 on rank 0, -0 elsewhere} is +0.
+  const std::vector<double> pz(1, rank == 0 ? 0.0 : -0.0);
+  const xr::Scalar p = reduce(pz, xr::Op::Sum, true);
+  CHECK(p.f == 0.0);
+  CHECK(!std::signbit(p.f));
+}
+
+TEST_CASE("integer sums and products wrap as in one process") {
+  const int rank = world_rank();
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, mixed());
+  const std::int64_t big = std::numeric_limits<std::int64_t>::max() - 5;
+  std::vector<std::int64_t> whole;
+  for (int r = 0; r < world_size(); ++r)
+    for (int i = 0; i < 3; ++i) whole.push_back(r % 2 ? big : -big / 3 + i);
+  const std::vector<std::int64_t> mine(whole.begin() + 3 * rank, whole.begin() + 3 * rank + 3);
+  for (xr::Op op : {xr::Op::Sum, xr::Op::Prod, xr::Op::Min, xr::Op::Max}) {
+    const xr::Reference ref = xr::reference_reduce(xr::HostArray::of(std::span<const std::int64_t>(whole)), op);
+    const xr::mpi::GlobalResult g = reducer.reduce(std::span<const std::int64_t>(mine), op);
+    CHECK_MESSAGE(g.result.value.same_bits(ref.value), to_string(op));
+  }
+  // i32 sums accumulate in 64 bits across ranks as within one.
+  const std::vector<std::int32_t> i32(1000, std::numeric_limits<std::int32_t>::max());
+  const xr::mpi::GlobalResult g = reducer.reduce(std::span<const std::int32_t>(i32), xr::Op::Sum);
+  CHECK(g.result.value.type == xr::DType::I64);
+  CHECK(g.result.value.i == std::int64_t{std::numeric_limits<std::int32_t>::max()} * 1000 * world_size());
+}
+
+TEST_CASE("plain float sums: ranks combined in rank order, within the stated bound of the exact sum") {
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, mixed());
+  const auto whole = generated<float>(200001, xr::Dist::Uniform, 5);
+  const xr::Reference ref = xr::reference_reduce(xr::HostArray::of(std::span<const float>(whole)), xr::Op::Sum);
+  for (double w : weight_sets(world_rank(), world_size())) {
+    const auto mine = my_part(whole, w);
+    const xr::mpi::GlobalResult g = reducer.reduce(std::span<const float>(mine), xr::Op::Sum);
+    const xr::Agreement a = xr::check_result(g.result, ref);
+    CHECK_MESSAGE(a.ok, a.detail);
+    CHECK(!g.result.exact_state);
+  }
+}
+
+TEST_CASE("the distributed reference equals one process's reference") {
+  const auto whole = generated<double>(50001, xr::Dist::Cancel, 9);
+  for (xr::Op op : {xr::Op::Sum, xr::Op::Min, xr::Op::Max}) {
+    const xr::Reference one = xr::reference_reduce(xr::HostArray::of(std::span<const double>(whole)), op);
+    const auto mine = my_part(whole, world_rank());  // rank 0 holds nothing
+    const xr::Reference dist = xr::mpi::reference_reduce(MPI_COMM_WORLD, xr::HostArray::of(std::span<const double>(mine)), op);
+    CHECK(dist.value.same_bits(one.value));
+    CHECK(dist.n == one.n);
+  }
+}
+
+TEST_CASE("the rooted form: the value on root only") {
+  const int rank = world_rank(), size = world_size();
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, mixed());
+  const std::vector<double> mine(10, 0.5);
+  const int root = size - 1;
+  const auto g = reducer.reduce_root(root, xr::HostArray::of(std::span<const double>(mine)), xr::Op::Sum, exact_options());
+  CHECK(g.has_value() == (rank == root));
+  if (g) CHECK(g->result.value.f == 5.0 * size);
+  CHECK_THROWS_AS(reducer.reduce_root(size, xr::HostArray::of(std::span<const double>(mine)), xr::Op::Sum), xr::InvalidArgument);
+}
+
+TEST_CASE("results of the ranks' own reductions combine (data on a device, reduced through a backend header)") {
+  const int rank = world_rank();
+  auto local = xr::make_reducer("omp");
+  const std::vector<float> mine(1000 + rank, 0.25f);
+  const xr::Result r = local->reduce(mine, xr::Op::Sum, exact_options());
+  const auto g = xr::mpi::combine(MPI_COMM_WORLD, r);
+  REQUIRE(g.has_value());
+  std::uint64_t n = 0;
+  for (int q = 0; q < world_size(); ++q) n += 1000 + q;
+  CHECK(g->result.value.f == 0.25 * static_cast<double>(n));
+  CHECK(g->result.n == n);
+}
+
+TEST_CASE("a failing rank makes every rank throw its error, naming it; nothing hangs") {
+  const int rank = world_rank(), size = world_size();
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, mixed());
+  const std::vector<float> mine(100, 1.0f);
+  xr::RunOptions bad;
+  if (rank == size - 1) bad.kernel = "no_such_rung";
+  try {
+    reducer.reduce(std::span<const float>(mine), xr::Op::Sum, bad);
+    FAIL("no exception");
+  } catch (const xr::InvalidArgument& e) {
+    const std::string what = e.what();
+    CHECK_MESSAGE(what.find("rank " + std::to_string(size - 1) + " of " + std::to_string(size)) == 0, what);
+    CHECK_MESSAGE(what.find("no_such_rung") != std::string::npos, what);
+  }
+  // A rank whose backend is unavailable: BackendUnavailable everywhere.
+  xr::mpi::Options gone;
+  gone.backend = rank == size - 1 ? "no_such_backend" : "omp";
+  CHECK_THROWS_AS(xr::mpi::Reducer(MPI_COMM_WORLD, gone), xr::InvalidArgument);
+  // The same reducer goes on working after a failure.
+  const xr::mpi::GlobalResult ok = reducer.reduce(std::span<const float>(mine), xr::Op::Sum, exact_options());
+  CHECK(ok.result.value.f == 100.0 * size);
+}
+
+TEST_CASE("ranks that disagree on what they reduce, and min of nothing, throw on every rank") {
+  const int rank = world_rank(), size = world_size();
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, mixed());
+  const std::vector<float> f(4, 1.0f);
+  const std::vector<double> d(4, 1.0);
+  if (size > 1) {
+    if (rank == size - 1) CHECK_THROWS_AS(reducer.reduce(std::span<const double>(d), xr::Op::Sum), xr::InvalidArgument);
+    else CHECK_THROWS_AS(reducer.reduce(std::span<const float>(f), xr::Op::Sum), xr::InvalidArgument);
+  }
+  const std::vector<float> none;
+  CHECK_THROWS_AS(reducer.reduce(std::span<const float>(none), xr::Op::Min), xr::EmptyInput);
+  // Empty parts give the op's empty value.
+  const xr::mpi::GlobalResult s = reducer.reduce(std::span<const float>(none), xr::Op::Sum);
+  CHECK(s.result.value.f == 0.0);
+  CHECK(!std::signbit(s.result.value.f));
+  const xr::mpi::GlobalResult p = reducer.reduce(std::span<const float>(none), xr::Op::Prod);
+  CHECK(p.result.value.f == 1.0);
+}
+
+TEST_CASE("a file's slices: each rank streams its own byte range") {
+  const int rank = world_rank();
+  const auto whole = generated<double>(300007, xr::Dist::Normal, 3);
+  const std::string path = std::string(XR_TEST_TMP) + "/slices_" + std::to_string(world_size()) + ".npy";
+  if (rank == 0) xr::save_npy(path, xr::HostArray::of(std::span<const double>(whole)));
+  MPI_Barrier(MPI_COMM_WORLD);
+  xr::FileSource file(path);
+  const xr::mpi::Part part = xr::mpi::partition(MPI_COMM_WORLD, file.size(), 1.0 + rank);
+  xr::SliceSource mine(file, part.first, part.count);
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, mixed());
+  const xr::mpi::GlobalResult g = reducer.reduce(mine, xr::Op::Sum, exact_options());
+  CHECK(g.result.value.same_bits(exact_of(whole)));
+  const xr::mpi::GlobalResult mx = reducer.reduce(mine, xr::Op::Max);
+  CHECK(mx.result.value.f == *std::max_element(whole.begin(), whole.end()));
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  doctest::Context context(argc, argv);
+  // Every rank runs every case (they are collective); rank 0 reports all, the others failures only.
+  if (world_rank() != 0) context.setOption("minimal", true);
+  int failed = context.run();
+  int any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return any;
+}
