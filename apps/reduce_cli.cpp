@@ -441,7 +441,8 @@ int main(int argc, char** argv) {
                  "elements to generate: 16777216, 16M, 2^24, 1e6; with --input, the most elements to read (a "
                  "device such as /dev/urandom needs it)")
       ->capture_default_str();
-  cli.add_option("--dist", a.dist, "uniform, normal, ones, cancel or exact_product")->capture_default_str();
+  cli.add_option("--dist", a.dist, spelled(all_dists, [](Dist d) { return std::string(to_string(d)); }))
+      ->capture_default_str();
   cli.add_option("--seed", a.seed, "generator seed")->capture_default_str();
   cli.add_option("--input,-i", a.input,
                  "read the input from FILE (raw binary, .npy, or text one number a line), or '-' for standard input; "
