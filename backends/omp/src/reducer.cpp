@@ -54,7 +54,8 @@ BackendStatus status() {
   s.compiled = true;
   s.usable = true;
   s.devices.push_back({cpu_name(), std::to_string(omp_get_max_threads()) + " OpenMP threads, " +
-                                       std::to_string(omp_get_num_procs()) + " processors"});
+                                       std::to_string(omp_get_num_procs()) + " processors",
+                    BackendOptions{}});
   return s;
 }
 

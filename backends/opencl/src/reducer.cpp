@@ -96,7 +96,8 @@ BackendStatus status() {
     for (const auto& d : list) {
       s.devices.push_back({d.caps.platform_name + " / " + d.caps.name,
                            "platform " + std::to_string(d.platform_index) + ", device " +
-                               std::to_string(d.device_index) + ": " + d.caps.detail()});
+                               std::to_string(d.device_index) + ": " + d.caps.detail(),
+                           BackendOptions{d.platform_index, std::to_string(d.device_index)}});
       if (d.caps.available && d.caps.compiler) s.usable = true;
     }
     if (list.empty()) s.reason = "no OpenCL device on any platform";

@@ -19,6 +19,7 @@ struct BackendOptions {
 struct DeviceInfo {
   std::string name;
   std::string detail;   // e.g. "132 SMs, 79.1 GiB" or "OpenCL 3.0, fp64, int64 atomics"
+  BackendOptions select;  // what make_reducer needs to choose exactly this device
 };
 
 struct BackendStatus {
