@@ -7,9 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <chrono>
-#include <cmath>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -18,28 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "cli_common.hpp"
 #include "table.hpp"
 #include "xreduce/xreduce.hpp"
 
 namespace {
 
 using namespace xr;
+using namespace xr::cli;
 
-// "a, b, c or d" from the names of a table's entries.
-template <class Range, class Name> std::string spelled(const Range& entries, Name name) {
-  const std::size_t count = std::size(entries);
-  std::string out;
-  std::size_t i = 0;
-  for (const auto& e : entries) {
-    if (i > 0) out += i + 1 == count ? " or " : ", ";
-    out += name(e);
-    ++i;
-  }
-  return out;
-}
 using nlohmann::json;
-
-enum Exit { kAgree = 0, kDisagree = 1, kUsage = 2, kUnavailable = 3 };
 
 struct Args {
   std::string backend = "all";
@@ -66,85 +52,6 @@ struct Args {
   std::string chunk;             // elements per streamed chunk; empty: the default
   std::string host_path = "auto";
   std::string save;  // write the generated input here (.npy by name, else raw) before reducing
-};
-
-std::string shown(const std::string& text) { return "'" + printable(text) + "'"; }
-
-// A whole number within [lo, hi]: decimal digits only (no sign, space, exponent or suffix).
-// `limit` says where hi comes from.
-std::uint64_t parse_whole(const std::string& text, const std::string& option, std::uint64_t lo, std::uint64_t hi,
-                          const std::string& limit) {
-  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    throw InvalidArgument(option + ": cannot read " + shown(text) + " as a whole number");
-  std::uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec == std::errc::result_out_of_range || v > hi)
-    throw InvalidArgument(option + ": " + shown(text) + " is above the limit of " + std::to_string(hi) + " (" + limit +
-                          ")");
-  if (v < lo) throw InvalidArgument(option + ": " + shown(text) + " is below the minimum of " + std::to_string(lo));
-  return v;
-}
-
-// "16777216", "16M", "16Mi", "2^24", "1e6", "64K": a count of elements.
-std::uint64_t parse_count(const std::string& text, const std::string& option) {
-  const auto bad = [&]() -> std::uint64_t {
-    throw InvalidArgument(option + ": cannot read " + shown(text) + " as a count (examples: 16777216, 16M, 2^24, 1e6)");
-  };
-  if (text.empty() || text[0] < '0' || text[0] > '9') return bad();
-  if (const auto caret = text.find('^'); caret != std::string::npos) {
-    std::size_t used = 0;
-    unsigned long base = 0, exp = 0;
-    try {
-      base = std::stoul(text.substr(0, caret), &used);
-      if (used != caret) return bad();
-      exp = std::stoul(text.substr(caret + 1), &used);
-      if (used != text.size() - caret - 1) return bad();
-    } catch (const std::logic_error&) {
-      return bad();
-    }
-    long double v = std::pow(static_cast<long double>(base), static_cast<long double>(exp));
-    if (v > 1.8e19L) throw InvalidArgument(option + ": " + shown(text) + " is above 2^64 - 1");
-    return static_cast<std::uint64_t>(v);
-  }
-  std::string digits = text;
-  long double scale = 1;
-  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(digits.back())));
-  if (digits.size() > 1 && (last == 'K' || last == 'M' || last == 'G' || last == 'T')) {
-    scale = last == 'K' ? 1024.0L : last == 'M' ? 1048576.0L : last == 'G' ? 1073741824.0L : 1099511627776.0L;
-    digits.pop_back();
-  } else if (digits.size() > 2 && (digits.ends_with("Ki") || digits.ends_with("Mi") || digits.ends_with("Gi"))) {
-    return parse_count(digits.substr(0, digits.size() - 1), option);
-  }
-  if (digits.find_first_not_of("0123456789.eE+-") != std::string::npos) return bad();  // no hex, inf or nan
-  long double v = 0;
-  try {
-    std::size_t used = 0;
-    v = std::stold(digits, &used);
-    if (used != digits.size()) return bad();
-  } catch (const std::logic_error&) {
-    return bad();
-  }
-  v *= scale;
-  if (!(v >= 0) || v > 1.8e19L || v != std::floor(v))
-    throw InvalidArgument(option + ": " + shown(text) + " is not a whole count up to 2^64 - 1");
-  return static_cast<std::uint64_t>(v);
-}
-
-// A progress line on stderr, only when stderr is a terminal.
-class Progress {
- public:
-  explicit Progress(bool enabled) : on_(enabled && isatty(STDERR_FILENO)) {}
-  ~Progress() { clear(); }
-  bool on() const { return on_; }
-  void show(const std::string& text) {
-    if (on_) std::cerr << "\r\033[K" << text << std::flush;
-  }
-  void clear() {
-    if (on_) std::cerr << "\r\033[K" << std::flush;
-  }
-
- private:
-  bool on_;
 };
 
 // A streamed source that shows "label: 1.2 GiB of 4.0 GiB (30%)" at most five times a second.
@@ -515,12 +422,6 @@ class App {
 
 }  // namespace
 
-// One line on stderr: control characters escaped, an overlong message cut.
-int report(const std::string& message, int code) {
-  std::cerr << "reduce_cli: error: " << printable(message, 2000) << '\n';
-  return code;
-}
-
 int main(int argc, char** argv) {
   Args a;
   CLI::App cli{
@@ -540,7 +441,8 @@ int main(int argc, char** argv) {
                  "elements to generate: 16777216, 16M, 2^24, 1e6; with --input, the most elements to read (a "
                  "device such as /dev/urandom needs it)")
       ->capture_default_str();
-  cli.add_option("--dist", a.dist, "uniform, normal, ones, cancel or exact_product")->capture_default_str();
+  cli.add_option("--dist", a.dist, spelled(all_dists, [](Dist d) { return std::string(to_string(d)); }))
+      ->capture_default_str();
   cli.add_option("--seed", a.seed, "generator seed")->capture_default_str();
   cli.add_option("--input,-i", a.input,
                  "read the input from FILE (raw binary, .npy, or text one number a line), or '-' for standard input; "

@@ -19,7 +19,9 @@ TEST_CASE("names parse and print") {
   CHECK(parse_dtype("double") == DType::F64);
   CHECK_THROWS_WITH_AS(parse_op("mean"), doctest::Contains("unknown op 'mean'"), InvalidArgument);
   CHECK_THROWS_WITH_AS(parse_dtype("u8"), doctest::Contains("i32, i64, f32, f64"), InvalidArgument);
-  CHECK_THROWS_AS(parse_dist("gauss"), InvalidArgument);
+  for (Dist d : all_dists) CHECK(parse_dist(to_string(d)) == d);
+  CHECK_THROWS_WITH_AS(parse_dist("gauss"), doctest::Contains("uniform, normal, ones, cancel, exact_product, special"),
+                       InvalidArgument);
 }
 
 TEST_CASE("result types: i32 sums widen unless the native accumulator is asked for") {
@@ -109,6 +111,55 @@ TEST_CASE("exact_product data has the same product in any order") {
     });
     CHECK(reference_reduce(x.view(), Op::Prod).value.same_bits(forward.value));
   }
+}
+
+// Element i of every seed's special data, forward, backward and pairwise: one value for every
+// product, min and max, and one kind of sum (a NaN, an infinity of one sign, or finite).
+TEST_CASE("special data: each seed's family of special values, one result in any order") {
+  for_each_dtype([](auto zero) {
+    using T = decltype(zero);
+    for (std::uint64_t seed = 0; seed < 10; ++seed)
+      for (std::uint64_t n : {1, 2, 3, 33, 1025, 65537}) {
+        CAPTURE(seed);
+        CAPTURE(n);
+        const auto x = generate(dtype_of<T>, n, Dist::Special, seed);
+        const std::span<const T> v(x.template as<T>(), n);
+        CHECK(std::memcmp(generate(dtype_of<T>, n, Dist::Special, seed).data(), x.data(), x.bytes()) == 0);
+        if constexpr (std::is_floating_point_v<T>) {
+          const auto count = [&](auto pred) { return std::count_if(v.begin(), v.end(), pred); };
+          const std::uint64_t family = seed % 5;
+          CHECK((count([](T e) { return std::isnan(e); }) > 0) == (family == 0));
+          if (family == 1) CHECK(count([](T e) { return std::isinf(e); }) > 0);
+          if (family == 2) CHECK(count([](T e) { return std::fabs(e) == std::numeric_limits<T>::max(); }) == 1);
+          if (family == 3) CHECK(count([](T e) { return std::fabs(e) > std::numeric_limits<T>::min(); }) == 0);
+          if (family == 4) CHECK(count([](T e) { return e == 0 && std::signbit(e); }) == static_cast<long>(n));
+          if (n == 65537 && family < 4) CHECK(count([](T e) { return e != 0 && std::fabs(e) < std::numeric_limits<T>::min(); }) > 0);
+        }
+        for (Op op : all_ops) {
+          CAPTURE(op);
+          const auto kind = [&](T r) -> double {
+            if constexpr (std::is_floating_point_v<T>)
+              if (op == Op::Sum) return std::isnan(r) ? 2.0 : std::isinf(r) ? static_cast<double>(r) : 0.0;
+            return static_cast<double>(r);
+          };
+          const auto same = [&](T a, T b) { return kind(a) == kind(b) || (kind(a) != kind(a) && kind(b) != kind(b)); };
+          T forward = identity<T>(op), backward = identity<T>(op);
+          for (std::uint64_t i = 0; i < n; ++i) {
+            forward = combine(op, forward, v[i]);
+            backward = combine(op, backward, v[n - 1 - i]);
+          }
+          std::vector<T> level(v.begin(), v.end());
+          while (level.size() > 1) {
+            std::vector<T> next;
+            for (std::size_t i = 0; i < level.size(); i += 2)
+              next.push_back(i + 1 < level.size() ? combine(op, level[i], level[i + 1]) : level[i]);
+            level = std::move(next);
+          }
+          CHECK(same(forward, backward));
+          CHECK(same(forward, level[0]));
+        }
+      }
+  });
 }
 
 TEST_CASE("check_result: integers exact, float sums within the order's bound") {

@@ -41,7 +41,8 @@ constexpr std::uint64_t mix(std::uint64_t z) {
 }
 
 struct ElementRandom {
-  std::uint64_t seed;
+  std::uint64_t seed;            // mixed
+  std::uint64_t special_family;  // Dist::Special: which special values (the raw seed % kSpecialFamilies)
   std::uint64_t bits(std::uint64_t i, std::uint64_t stream) const {
     return mix(seed ^ mix(i * 4 + stream));
   }
@@ -49,6 +50,60 @@ struct ElementRandom {
     return static_cast<double>(bits(i, stream) >> 11) * 0x1.0p-53;
   }
 };
+
+// Dist::Special for floats: the kinds of special values each family (seed % 5) mixes in. Each
+// is chosen so that every op has one result whatever the order of evaluation: a NaN, or an
+// infinity of one sign with a zero (every order sums to that infinity, and multiplies to NaN),
+// or a single value of the largest magnitude among factors at most 1 with a zero (no partial sum
+// or product overflows; every product is 0), or tiny values alone (every product of two is 0).
+enum class Special : std::uint8_t { Nan, Infinity, Largest, Tiny, NegativeZero };
+constexpr std::uint64_t kSpecialFamilies = 5;
+
+template <class T> T special_float(const ElementRandom& rng, std::uint64_t i, std::uint64_t n, T ordinary) {
+  using L = std::numeric_limits<T>;
+  // One draw per element: bits 0-1 special or not, 2-7 which kind, 8 the sign, 9 and up a
+  // subnormal's significand. Elements `first` and `second` are always the family's own values.
+  const std::uint64_t b = rng.bits(i, 2);
+  const T sign = (b >> 8) & 1 ? T(-1) : T(1);
+  const T family_sign = rng.bits(2, 3) & 1 ? T(-1) : T(1);
+  const std::uint64_t first = rng.bits(0, 3) % n;
+  const bool second = n > 1 && i == (first + 1 + rng.bits(1, 3) % (n - 1)) % n;
+  const T subnormal = sign * static_cast<T>(1 + (b >> 9) % ((std::uint64_t{1} << (L::digits - 1)) - 1)) * L::denorm_min();
+  const T zero = sign * T(0);
+  const bool special = (b & 3) == 0;
+  const std::uint64_t kind = b >> 2 & 63;
+  switch (static_cast<Special>(rng.special_family)) {
+    case Special::Nan: {
+      if (i == first) return L::quiet_NaN();
+      if (!special) return ordinary;
+      const T any[] = {L::quiet_NaN(), L::infinity(), -L::infinity(), zero, subnormal, sign * L::max(), sign * L::min()};
+      return any[kind % std::size(any)];
+    }
+    case Special::Infinity:
+      if (i == first) return family_sign * L::infinity();
+      if (second) return zero;
+      if (!special) return ordinary;
+      return kind % 3 == 0 ? family_sign * L::infinity() : kind % 3 == 1 ? zero : subnormal;
+    case Special::Largest:
+      if (i == first) return family_sign * L::max();
+      if (second) return zero;
+      if (!special) return ordinary;
+      return kind % 2 ? zero : subnormal;
+    case Special::Tiny: return kind % 3 == 0 ? zero : kind % 3 == 1 ? subnormal : sign * L::min();
+    case Special::NegativeZero: break;
+  }
+  return -T(0);
+}
+
+// Dist::Special for integers: the type's limits, 0 and +-1 among uniform values (integer
+// reductions wrap, so any order gives one result).
+template <class T> T special_integer(const ElementRandom& rng, std::uint64_t i, T ordinary) {
+  using L = std::numeric_limits<T>;
+  const std::uint64_t b = rng.bits(i, 2);
+  if ((b & 3) != 0) return ordinary;
+  const T kinds[] = {L::lowest(), L::max(), T(0), T(-1), T(1), static_cast<T>(L::lowest() + 1), static_cast<T>(L::max() - 1)};
+  return kinds[(b >> 2) % std::size(kinds)];
+}
 
 constexpr double kCancelMagnitude = 1048576.0;  // 2^20
 // Few enough factors of 2 and 1/2 that no partial product over- or underflows a float in any
@@ -81,6 +136,9 @@ template <class T> T element(Dist dist, const ElementRandom& rng, std::uint64_t 
       const double big = (i % 2 == 0 ? sign : -sign) * kCancelMagnitude;
       return static_cast<T>(big + static_cast<double>(uniform(3)));
     }
+    case Dist::Special:
+      if constexpr (is_fp) return special_float<T>(rng, i, n, uniform(0));
+      else return special_integer<T>(rng, i, uniform(0));
     case Dist::ExactProduct: break;
   }
   const std::uint64_t stride = n / 64 > 2 ? n / 64 : 3;
@@ -94,16 +152,25 @@ template <class T> T element(Dist dist, const ElementRandom& rng, std::uint64_t 
 
 }  // namespace
 
-std::string_view to_string(Dist d) {
-  static constexpr const char* names[] = {"uniform", "normal", "ones", "cancel", "exact_product"};
-  return names[static_cast<int>(d)];
-}
+namespace {
+struct DistRow {
+  std::string_view name, description;
+};
+#define XR_DIST_ROW(e, name, description) DistRow{name, description},
+constexpr DistRow kDistTable[] = {XR_DISTS(XR_DIST_ROW)};
+#undef XR_DIST_ROW
+}  // namespace
+
+std::string_view to_string(Dist d) { return kDistTable[static_cast<std::size_t>(d)].name; }
+std::string_view describe(Dist d) { return kDistTable[static_cast<std::size_t>(d)].description; }
 
 Dist parse_dist(std::string_view text) {
-  for (Dist d : {Dist::Uniform, Dist::Normal, Dist::Ones, Dist::Cancel, Dist::ExactProduct})
+  std::string known;
+  for (Dist d : all_dists) {
     if (text == to_string(d)) return d;
-  throw InvalidArgument("unknown distribution '" + printable(text) +
-                        "' (expected uniform, normal, ones, cancel or exact_product)");
+    known += (known.empty() ? "" : ", ") + std::string(to_string(d));
+  }
+  throw InvalidArgument("unknown distribution '" + printable(text) + "' (expected " + known + ")");
 }
 
 HostBuffer generate(DType type, std::uint64_t n, Dist dist, std::uint64_t seed) {
@@ -116,7 +183,7 @@ HostBuffer generate_slice(DType type, std::uint64_t total, std::uint64_t first, 
     throw InvalidArgument("generate: elements [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
                           std::to_string(count) + ") lie beyond the " + std::to_string(total) + " of the sequence");
   HostBuffer buf(type, count);
-  const ElementRandom rng{mix(seed)};
+  const ElementRandom rng{mix(seed), seed % kSpecialFamilies};
   visit_dtype(type, [&](auto zero) {
     using T = decltype(zero);
     T* out = buf.as<T>();

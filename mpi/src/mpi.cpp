@@ -32,13 +32,10 @@ int size_of_comm(MPI_Comm comm) {
 // share of them, else the backend's default.
 BackendOptions device_for(int local, const std::string& backend, const BackendOptions& named) {
   if (!named.device.empty() || named.platform >= 0) return named;
-  std::vector<std::size_t> gpus;
-  const BackendStatus status = backend_status(backend);
-  for (std::size_t i = 0; i < status.devices.size(); ++i)
-    if (status.devices[i].gpu) gpus.push_back(i);
-  BackendOptions chosen = named;
-  if (!gpus.empty()) chosen.device = std::to_string(gpus[static_cast<std::size_t>(local) % gpus.size()]);
-  return chosen;
+  std::vector<BackendOptions> gpus;
+  for (const DeviceInfo& d : backend_status(backend).devices)
+    if (d.gpu) gpus.push_back(d.select);
+  return gpus.empty() ? named : gpus[static_cast<std::size_t>(local) % gpus.size()];
 }
 
 std::string backend_for(const std::string& asked) {

@@ -365,6 +365,11 @@ TEST_CASE("device selection: index, name substring, bad index, no match; status 
   BackendOptions global_index;
   global_index.device = std::to_string(s.devices.size() - 1);
   CHECK_NOTHROW(make_reducer("opencl", global_index));
+  for (const auto& d : s.devices) {  // each listed device's options choose that very device
+    CAPTURE(d.name);
+    CHECK(d.detail.find("platform " + std::to_string(d.select.platform) + ", device " + d.select.device + ":") == 0);
+    CHECK(d.name.ends_with(" / " + make_reducer("opencl", d.select)->device()));
+  }
 }
 
 TEST_CASE("integer wrap and NaN semantics on the device match core") {

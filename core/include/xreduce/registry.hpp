@@ -19,7 +19,8 @@ struct BackendOptions {
 struct DeviceInfo {
   std::string name;
   std::string detail;   // e.g. "132 SMs, 79.1 GiB" or "OpenCL 3.0, fp64, int64 atomics"
-  bool gpu = false;     // a GPU (xr::mpi spreads a node's ranks over these)
+  BackendOptions select;  // what make_reducer needs to choose exactly this device
+  bool gpu = false;       // a GPU (xr::mpi spreads a node's ranks over these)
 };
 
 struct BackendStatus {

@@ -1,0 +1,90 @@
+#include "cli_common.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <iostream>
+#include <stdexcept>
+
+#include "xreduce/error.hpp"
+
+namespace xr::cli {
+
+std::string shown(const std::string& text) { return "'" + printable(text) + "'"; }
+
+std::uint64_t parse_whole(const std::string& text, const std::string& option, std::uint64_t lo, std::uint64_t hi,
+                          const std::string& limit) {
+  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    throw InvalidArgument(option + ": cannot read " + shown(text) + " as a whole number");
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec == std::errc::result_out_of_range || v > hi)
+    throw InvalidArgument(option + ": " + shown(text) + " is above the limit of " + std::to_string(hi) + " (" + limit +
+                          ")");
+  if (v < lo) throw InvalidArgument(option + ": " + shown(text) + " is below the minimum of " + std::to_string(lo));
+  return v;
+}
+
+std::uint64_t parse_count(const std::string& text, const std::string& option) {
+  const auto bad = [&]() -> std::uint64_t {
+    throw InvalidArgument(option + ": cannot read " + shown(text) + " as a count (examples: 16777216, 16M, 2^24, 1e6)");
+  };
+  if (text.empty() || text[0] < '0' || text[0] > '9') return bad();
+  if (const auto caret = text.find('^'); caret != std::string::npos) {
+    std::size_t used = 0;
+    unsigned long base = 0, exp = 0;
+    try {
+      base = std::stoul(text.substr(0, caret), &used);
+      if (used != caret) return bad();
+      exp = std::stoul(text.substr(caret + 1), &used);
+      if (used != text.size() - caret - 1) return bad();
+    } catch (const std::logic_error&) {
+      return bad();
+    }
+    long double v = std::pow(static_cast<long double>(base), static_cast<long double>(exp));
+    if (v > 1.8e19L) throw InvalidArgument(option + ": " + shown(text) + " is above 2^64 - 1");
+    return static_cast<std::uint64_t>(v);
+  }
+  std::string digits = text;
+  long double scale = 1;
+  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(digits.back())));
+  if (digits.size() > 1 && (last == 'K' || last == 'M' || last == 'G' || last == 'T')) {
+    scale = last == 'K' ? 1024.0L : last == 'M' ? 1048576.0L : last == 'G' ? 1073741824.0L : 1099511627776.0L;
+    digits.pop_back();
+  } else if (digits.size() > 2 && (digits.ends_with("Ki") || digits.ends_with("Mi") || digits.ends_with("Gi"))) {
+    return parse_count(digits.substr(0, digits.size() - 1), option);
+  }
+  if (digits.find_first_not_of("0123456789.eE+-") != std::string::npos) return bad();  // no hex, inf or nan
+  long double v = 0;
+  try {
+    std::size_t used = 0;
+    v = std::stold(digits, &used);
+    if (used != digits.size()) return bad();
+  } catch (const std::logic_error&) {
+    return bad();
+  }
+  v *= scale;
+  if (!(v >= 0) || v > 1.8e19L || v != std::floor(v))
+    throw InvalidArgument(option + ": " + shown(text) + " is not a whole count up to 2^64 - 1");
+  return static_cast<std::uint64_t>(v);
+}
+
+Progress::Progress(bool enabled) : on_(enabled && isatty(STDERR_FILENO)) {}
+
+void Progress::show(const std::string& text) {
+  if (on_) std::cerr << "\r\033[K" << text << std::flush;
+}
+
+void Progress::clear() {
+  if (on_) std::cerr << "\r\033[K" << std::flush;
+}
+
+int report(const std::string& message, int code) {
+  std::cerr << "reduce_cli: error: " << printable(message, 2000) << '\n';
+  return code;
+}
+
+}  // namespace xr::cli

@@ -1,0 +1,54 @@
+// What reduce_cli's commands share: exit codes, the one-line error, strict number parsing and
+// the progress line.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string>
+
+namespace xr::cli {
+
+enum Exit { kAgree = 0, kDisagree = 1, kUsage = 2, kUnavailable = 3 };
+
+// "a, b, c or d" from the names of a table's entries.
+template <class Range, class Name> std::string spelled(const Range& entries, Name name) {
+  const std::size_t count = std::size(entries);
+  std::string out;
+  std::size_t i = 0;
+  for (const auto& e : entries) {
+    if (i > 0) out += i + 1 == count ? " or " : ", ";
+    out += name(e);
+    ++i;
+  }
+  return out;
+}
+
+// `text` quoted and escaped for a one-line message.
+std::string shown(const std::string& text);
+
+// A whole number within [lo, hi]: decimal digits only (no sign, space, exponent or suffix).
+// `limit` says where hi comes from.
+std::uint64_t parse_whole(const std::string& text, const std::string& option, std::uint64_t lo, std::uint64_t hi,
+                          const std::string& limit);
+
+// "16777216", "16M", "16Mi", "2^24", "1e6", "64K": a count of elements.
+std::uint64_t parse_count(const std::string& text, const std::string& option);
+
+// One line on stderr: control characters escaped, an overlong message cut. Returns `code`.
+int report(const std::string& message, int code);
+
+// A progress line on stderr, only when stderr is a terminal.
+class Progress {
+ public:
+  explicit Progress(bool enabled);
+  ~Progress() { clear(); }
+  bool on() const { return on_; }
+  void show(const std::string& text);
+  void clear();
+
+ private:
+  bool on_;
+};
+
+}  // namespace xr::cli
