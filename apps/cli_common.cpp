@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <stdexcept>
 
@@ -85,6 +86,31 @@ void Progress::clear() {
 int report(const std::string& message, int code) {
   std::cerr << "reduce_cli: error: " << printable(message, 2000) << '\n';
   return code;
+}
+
+int exit_code(std::exception_ptr failure, bool print) {
+  const auto say = [&](const std::string& message, int code) { return print ? report(message, code) : code; };
+  try {
+    std::rethrow_exception(failure);
+  } catch (const BackendUnavailable& e) {
+    return say(e.what(), kUnavailable);
+  } catch (const KernelBuildError& e) {
+    return say(std::string(e.what()) + "; build log: " + printable(e.log(), 400), kUsage);
+  } catch (const Error& e) {
+    return say(e.what(), kUsage);
+  } catch (const std::bad_alloc&) {
+    return say("out of host memory", kUsage);
+  } catch (const std::exception& e) {
+    return say(std::string("internal error: ") + e.what(), kUsage);
+  } catch (...) {
+    return say("internal error: an unknown exception", kUsage);
+  }
+}
+
+bool launched_by_mpi() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
+    if (std::getenv(variable)) return true;
+  return false;
 }
 
 }  // namespace xr::cli

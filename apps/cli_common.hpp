@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <iterator>
 #include <string>
 
@@ -37,6 +38,13 @@ std::uint64_t parse_count(const std::string& text, const std::string& option);
 
 // One line on stderr: control characters escaped, an overlong message cut. Returns `code`.
 int report(const std::string& message, int code);
+
+// True when an MPI launcher started this process (Open MPI, PMIx or Hydra's environment).
+bool launched_by_mpi();
+
+// The exit code of a failure (kUnavailable for BackendUnavailable, kUsage for everything else),
+// after its one line on stderr when `print`.
+int exit_code(std::exception_ptr failure, bool print = true);
 
 // A progress line on stderr, only when stderr is a terminal.
 class Progress {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli_common.hpp"
+#include "distributed.hpp"
 #include "table.hpp"
 #include "xreduce/xreduce.hpp"
 
@@ -52,6 +53,8 @@ struct Args {
   std::string chunk;             // elements per streamed chunk; empty: the default
   std::string host_path = "auto";
   std::string save;  // write the generated input here (.npy by name, else raw) before reducing
+  std::string share = "1";  // under mpirun: this rank's weight in the split of the input
+  bool share_given = false;
 };
 
 // A streamed source that shows "label: 1.2 GiB of 4.0 GiB (30%)" at most five times a second.
@@ -115,10 +118,46 @@ class App {
  public:
   explicit App(Args a) : args_(std::move(a)) {}
 
+  // The arguments as a distributed run takes them (reduce_cli under mpirun).
+  DistributedJob job() {
+    read_numbers();
+    const auto refuse = [](bool given, const std::string& what) {
+      if (given) throw InvalidArgument(what + " is for one process; under mpirun each rank reduces its part with one rung");
+    };
+    refuse(args_.list, "--list");
+    refuse(args_.kernel == "all" || args_.kernel == "list", "--kernel " + args_.kernel);
+    refuse(!args_.save.empty(), "--save");
+    DistributedJob job;
+    job.backend = args_.backend == "all" ? "auto" : args_.backend;
+    job.device.platform = platform_;
+    job.device.device = args_.device;
+    job.options = options_;
+    job.options.kernel = args_.kernel;
+    job.options.accumulator = args_.accumulator == "native" ? Accumulator::Native : Accumulator::Wide;
+    job.options.exact = args_.exact;
+    job.options.host_path = args_.host_path == "resident" ? HostPath::Resident : HostPath::Stream;
+    job.op = parse_op(args_.op);
+    if (args_.type) job.type = parse_dtype(*args_.type);
+    job.format = parse_file_format(args_.format);
+    job.dist = parse_dist(args_.dist);
+    job.seed = seed_;
+    job.share = parse_whole(args_.share, "--share", 0, std::uint64_t{1} << 40, "a rank's weight");
+    job.json = args_.json;
+    if (args_.input.empty()) {
+      job.n = parse_count(args_.n_text, "--n");
+    } else {
+      job.input = args_.input;
+      if (args_.type) job.file_type = job.type;
+      if (args_.n_given) job.bound = parse_count(args_.n_text, "--n");
+    }
+    return job;
+  }
+
   int run() {
     read_numbers();
     parse_file_format(args_.format);  // every named value is checked, used or not
     parse_dist(args_.dist);
+    if (args_.share_given) throw InvalidArgument("--share splits the input over MPI ranks: run under mpirun");
     if (args_.list) return list();
     options_.kernel = args_.kernel;
     options_.accumulator = args_.accumulator == "native" ? Accumulator::Native : Accumulator::Wide;
@@ -472,6 +511,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "stream", "resident"}))
       ->capture_default_str();
   cli.add_option("--save", a.save, "write the generated input to FILE (.npy by name, else raw) before reducing");
+  cli.add_option("--share", a.share,
+                 "under mpirun: this rank's weight in the split of the input over the ranks (0: it holds nothing)")
+      ->capture_default_str();
   cli.add_flag("--json", a.json, "print results as JSON");
   cli.add_flag("--list", a.list, "list backends and devices, and why any is unavailable");
   // No option takes an empty value: '' is refused rather than read as "not given".
@@ -480,29 +522,27 @@ int main(int argc, char** argv) {
       "", "NONEMPTY");
   for (CLI::Option* option : cli.get_options())
     if (option->get_expected_min() > 0) option->check(non_empty);
+  // Under mpirun every rank reads its own command line: a rank's mistake is agreed on, so that
+  // every rank stops with it.
+  const bool distributed = launched_by_mpi();
+  std::exception_ptr parse_error;
   try {
     cli.parse(argc, argv);
     a.n_given = cli.count("--n") > 0;
+    a.share_given = cli.count("--share") > 0;
   } catch (const CLI::CallForHelp& e) {
     return cli.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return cli.exit(e);
   } catch (const CLI::ParseError& e) {
-    return report(std::string(e.what()) + " (see --help)", kUsage);
+    const std::string message = std::string(e.what()) + " (see --help)";
+    if (!distributed) return report(message, kUsage);
+    parse_error = std::make_exception_ptr(InvalidArgument(message));
   }
+  if (distributed) return run_distributed(parse_error, [&] { return App(std::move(a)).job(); });
   try {
     return App(std::move(a)).run();
-  } catch (const xr::BackendUnavailable& e) {
-    return report(e.what(), kUnavailable);
-  } catch (const xr::KernelBuildError& e) {
-    return report(std::string(e.what()) + "; build log: " + printable(e.log(), 400), kUsage);
-  } catch (const xr::Error& e) {
-    return report(e.what(), kUsage);
-  } catch (const std::bad_alloc&) {
-    return report("out of host memory", kUsage);
-  } catch (const std::exception& e) {
-    return report(std::string("internal error: ") + e.what(), kUsage);
   } catch (...) {
-    return report("internal error: an unknown exception", kUsage);
+    return exit_code(std::current_exception());
   }
 }

@@ -1,0 +1,46 @@
+// reduce_cli under an MPI launcher (mpirun -n N reduce_cli ...): each rank reduces its own part
+// of the input on its own backend, and rank 0 prints one row per rank and the global result,
+// checked against a reference that is itself computed distributed.
+//
+//   generated data (--n)   each rank makes its slice of the one global sequence from the global
+//                          index, so the input is the same whatever the rank count
+//   --input FILE           a regular raw or .npy file; each rank streams only its byte range
+//   --share W              this rank's weight in the split (0: it holds nothing); default 1
+//
+// Every rank agrees on what is reduced (op, type, size, source, exact mode, runs) before anything
+// runs, and a rank that fails makes every rank exit with its error: one line, printed by rank 0.
+// MPMD works: mpirun -n 2 reduce_cli -b cuda : -n 2 reduce_cli -b omp.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "xreduce/xreduce.hpp"
+
+namespace xr::cli {
+
+struct DistributedJob {
+  std::string backend = "auto";  // a backend name, or "auto": the first usable one on each rank
+  BackendOptions device;
+  RunOptions options;
+  Op op = Op::Sum;
+  DType type = DType::F32;             // generated data; a file's type comes from the file or --type
+  std::optional<DType> file_type;      // --type with --input
+  std::string input;                   // empty: generated data
+  FileFormat format = FileFormat::Auto;
+  std::optional<std::uint64_t> bound;  // --n with --input: at most that many elements
+  std::uint64_t n = 0;                 // generated elements, over all ranks
+  Dist dist = Dist::Uniform;
+  std::uint64_t seed = 42;
+  std::uint64_t share = 1;
+  bool json = false;
+};
+
+// Runs the job on every rank; `make_job` reads the arguments (its failure, or `early`, such as a
+// command-line error, is agreed on like any other). Returns the exit code, the same on every rank.
+int run_distributed(std::exception_ptr early, const std::function<DistributedJob()>& make_job);
+
+}  // namespace xr::cli

@@ -1,0 +1,161 @@
+// reduce_cli under mpirun (distributed.hpp), on xreduce::mpi.
+#include <mpi.h>
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "cli_common.hpp"
+#include "distributed.hpp"
+#include "table.hpp"
+#include "xreduce/mpi.hpp"
+
+namespace xr::cli {
+namespace {
+
+using nlohmann::json;
+
+class MpiSession {
+ public:
+  MpiSession() {
+    int provided = 0;  // MPI is called from the main thread only
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  }
+  ~MpiSession() { MPI_Finalize(); }
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+};
+
+// A step each rank takes alone; then every rank knows whether any failed, and throws if one did.
+template <class Step> void local_step(MPI_Comm comm, Step&& step) {
+  std::exception_ptr failed;
+  try {
+    step();
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  mpi::agree(comm, failed);
+}
+
+// Every rank must have been asked for the same reduction: rank 0's description goes to every
+// rank, and a rank whose own differs fails (MPMD command lines are each rank's own).
+void agree_same(MPI_Comm comm, const std::string& mine) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  long long length = static_cast<long long>(mine.size());
+  MPI_Bcast(&length, 1, MPI_LONG_LONG, 0, comm);
+  std::string first = rank == 0 ? mine : std::string(static_cast<std::size_t>(length), '\0');
+  MPI_Bcast(first.data(), static_cast<int>(length), MPI_CHAR, 0, comm);
+  local_step(comm, [&] {
+    if (mine != first)
+      throw InvalidArgument("the ranks were asked for different reductions: this rank " + mine + ", rank 0 " + first);
+  });
+}
+
+std::string describe(const DistributedJob& job, std::uint64_t total, DType type) {
+  const std::string source = job.input.empty() ? std::string(to_string(job.dist)) + ", seed " + std::to_string(job.seed)
+                                               : printable(job.input);
+  return std::string(to_string(job.op)) + " of " + std::to_string(total) + " " + std::string(to_string(type)) + " (" +
+         source + "), " + std::string(to_string(job.options.accumulator)) + " accumulator" +
+         (job.options.exact ? ", exact" : "") + ", " + std::to_string(job.options.warmup) + " warm-up and " +
+         std::to_string(job.options.repeat) + " timed runs";
+}
+
+void print_table(const mpi::GlobalResult& g, const Reference& ref, const Agreement& agreement, const std::string& what) {
+  const Result& r = g.result;
+  std::cout << what << " over " << g.ranks << " ranks; reference " << ref.value.to_string()
+            << " (computed distributed)\n";
+  Table ranks({"rank", "host", "backend", "device", "kernel", "first", "n", "time ms", "total ms"});
+  for (const mpi::RankRow& row : g.rows)
+    ranks.add({std::to_string(row.rank), row.host, row.backend, row.device, row.kernel, std::to_string(row.first),
+               std::to_string(row.n), fixed(row.kernel_ms, 3), row.total_ms > 0 ? fixed(row.total_ms, 3) : "-"});
+  ranks.print(std::cout);
+  Table global({"value", "agrees", "slowest rank ms", "combine us", "total ms", "GB/s", "combined"});
+  global.add({r.value.to_string(), agreement.ok ? "yes" : "NO: " + agreement.detail, fixed(r.kernel_ms, 3),
+              fixed(g.combine_ms * 1e3, 1), fixed(r.total_ms, 3), fixed(r.bytes_per_s / 1e9, 1), r.finish});
+  global.print(std::cout);
+}
+
+json to_json(const mpi::GlobalResult& g, const Reference& ref, const Agreement& agreement) {
+  const Result& r = g.result;
+  json rows = json::array();
+  for (const mpi::RankRow& row : g.rows)
+    rows.push_back({{"rank", row.rank}, {"host", row.host}, {"backend", row.backend}, {"device", row.device},
+                    {"kernel", row.kernel}, {"first", row.first}, {"n", row.n}, {"kernel_ms", row.kernel_ms},
+                    {"total_ms", row.total_ms}});
+  json result = {{"value", r.value.to_string()}, {"value_type", to_string(r.value.type)},
+                 {"reference", ref.value.to_string()}, {"agrees", agreement.ok}, {"detail", agreement.detail},
+                 {"op", to_string(r.op)}, {"type", to_string(r.type)}, {"n", r.n}, {"ranks", g.ranks},
+                 {"kernel_ms", r.kernel_ms}, {"combine_ms", g.combine_ms}, {"total_ms", r.total_ms},
+                 {"bytes_per_s", r.bytes_per_s}, {"rounding_depth", r.rounding_depth}, {"finish", r.finish},
+                 {"repeats", r.repeats}};
+  return {{"ranks", rows}, {"result", result}};
+}
+
+int run(MPI_Comm comm, std::exception_ptr early, const std::function<DistributedJob()>& make_job) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  DistributedJob job;
+  std::unique_ptr<FileSource> file;
+  std::uint64_t total = 0;
+  DType type = DType::F32;
+  local_step(comm, [&] {
+    if (early) std::rethrow_exception(early);
+    job = make_job();
+    if (job.input.empty()) {
+      total = job.n;
+      type = job.type;
+      return;
+    }
+    if (job.input == "-")
+      throw InvalidArgument("--input: standard input cannot be split over ranks; under mpirun give a raw or .npy file");
+    file = std::make_unique<FileSource>(job.input, job.file_type, job.format, job.bound);
+    total = file->size();
+    type = file->type();
+  });
+  const std::string what = describe(job, total, type);
+  agree_same(comm, what);
+
+  const mpi::Part part = mpi::partition(comm, total, static_cast<double>(job.share));
+  HostBuffer generated;
+  std::unique_ptr<ChunkSource> mine;
+  local_step(comm, [&] {
+    if (file) {
+      mine = std::make_unique<SliceSource>(*file, part.first, part.count);
+      return;
+    }
+    const std::uint64_t memory = host_memory_bytes() / 2;
+    if (part.count > memory / size_of(type))
+      throw InvalidArgument("--n: this rank's " + std::to_string(part.count) + " " + std::string(to_string(type)) +
+                            " elements need more than " + format_bytes(memory) + ", half of this machine's memory");
+    generated = generate_slice(type, total, part.first, part.count, job.dist, job.seed);
+    mine = std::make_unique<ArraySource>(generated.view());
+  });
+
+  const Reference ref = mpi::reference_reduce(comm, *mine, job.op, job.options.accumulator);
+  mpi::Reducer reducer(comm, {job.backend, job.device});
+  const mpi::GlobalResult g = reducer.reduce(*mine, job.op, job.options);
+  const Agreement agreement = check_result(g.result, ref, job.options.exact);
+  if (rank == 0) {
+    if (job.json) std::cout << to_json(g, ref, agreement).dump(2) << '\n';
+    else print_table(g, ref, agreement, what);
+  }
+  return agreement.ok ? kAgree : kDisagree;
+}
+
+}  // namespace
+
+int run_distributed(std::exception_ptr early, const std::function<DistributedJob()>& make_job) {
+  MpiSession session;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    return run(MPI_COMM_WORLD, early, make_job);
+  } catch (...) {
+    // Every failure here was agreed on: each rank has the same one, and rank 0 prints it.
+    return exit_code(std::current_exception(), rank == 0);
+  }
+}
+
+}  // namespace xr::cli

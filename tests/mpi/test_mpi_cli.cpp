@@ -1,0 +1,108 @@
+// reduce_cli under mpirun, as a user runs it: the same exact bits for every rank count, MPMD
+// backends, a file split by byte ranges, and failures that end every rank with one line.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_run.hpp"
+
+using namespace xr_cli_test;
+
+namespace {
+
+// mpirun with its rank count and command line(s), stopped after 60 s should anything hang.
+Run mpirun(const std::string& ranks_and_args) {
+  return shell("timeout 60 " + std::string(XR_MPIEXEC) + " " + ranks_and_args);
+}
+std::string cli_path() { return XR_REDUCE_CLI; }
+
+nlohmann::json global(const Run& r) {
+  const auto start = r.out.find('{');
+  REQUIRE_MESSAGE(start != std::string::npos, r.out);
+  return nlohmann::json::parse(r.out.substr(start)).at("result");
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("exact sums: the bits of one process on 1, 2, 3 and 4 ranks, generated from the global index") {
+  for (const char* type : {"f32", "f64"}) {
+    const std::string args = " -b omp --exact --json --repeat 1 --warmup 0 --dist cancel --n 1000003 --type " + std::string(type);
+    const Run one = cli(args);
+    REQUIRE_MESSAGE(one.code == 0, one.out);
+    const std::string want = nlohmann::json::parse(one.out).at(0).at("value").get<std::string>();
+    for (int ranks = 1; ranks <= 4; ++ranks) {
+      const Run r = mpirun("-n " + std::to_string(ranks) + " " + cli_path() + args);
+      REQUIRE_MESSAGE(r.code == 0, r.out);
+      const nlohmann::json g = global(r);
+      CHECK(g.at("value").get<std::string>() == want);
+      CHECK(g.at("agrees").get<bool>());
+      CHECK(g.at("ranks").get<int>() == ranks);
+    }
+  }
+}
+
+TEST_CASE("MPMD: OpenMP and OpenCL ranks, one of them holding nothing, agree with the distributed reference") {
+  const std::string common = " --n 300007 --repeat 2 --warmup 1 --json";
+  for (const char* op : {"sum --exact", "max", "min --type i64", "prod --type i32 --dist exact_product"}) {
+    const Run r = mpirun("-n 1 " + cli_path() + " -b omp --share 0 --op " + op + common + " : -n 2 " + cli_path() +
+                         " -b opencl --op " + op + common);
+    REQUIRE_MESSAGE(r.code == 0, r.out);
+    const nlohmann::json all = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+    CHECK(all.at("ranks").at(0).at("n").get<int>() == 0);
+    CHECK(all.at("ranks").at(1).at("backend").get<std::string>() == "opencl");
+    CHECK(all.at("result").at("agrees").get<bool>());
+  }
+}
+
+TEST_CASE("--input: each rank streams its byte range of a .npy or raw file") {
+  const std::string npy = scratch("mpi_input.npy", "");
+  REQUIRE(cli("-b omp --n 200003 --type f64 --dist normal --save " + npy).code == 0);
+  const Run one = cli("-b omp --exact --json --input " + npy);
+  REQUIRE_MESSAGE(one.code == 0, one.out);
+  const Run r = mpirun("-n 3 " + cli_path() + " -b omp --exact --json --input " + npy);
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(global(r).at("value") == nlohmann::json::parse(one.out).at(0).at("value"));
+  const std::string raw = scratch("mpi_input.bin", "");
+  REQUIRE(cli("-b omp --n 100000 --type i32 --save " + raw).code == 0);
+  const Run ints = mpirun("-n 2 " + cli_path() + " -b omp --json --input " + raw + " --type i32 --op max");
+  CHECK_MESSAGE(ints.code == 0, ints.out);
+}
+
+TEST_CASE("a rank's failure ends every rank with one line, exit 2, and nothing hangs") {
+  // A file no rank can open.
+  const Run missing = mpirun("-n 2 " + cli_path() + " -b omp --input /nonexistent/x.npy");
+  CHECK(missing.code == 2);
+  CHECK_MESSAGE(count(missing.out, "reduce_cli: error: rank 0 of 2") == 1, missing.out);
+  CHECK(missing.out.find("cannot open") != std::string::npos);
+  // A file only one rank's command line names wrongly (MPMD).
+  const Run one_bad = mpirun("-n 1 " + cli_path() + " -b omp --n 1000 : -n 1 " + cli_path() + " -b omp --n 1000 --op nope");
+  CHECK(one_bad.code == 2);
+  CHECK_MESSAGE(count(one_bad.out, "reduce_cli: error: rank 1 of 2") == 1, one_bad.out);
+  // Ranks asked for different reductions.
+  const Run differ = mpirun("-n 1 " + cli_path() + " -b omp --n 1000 : -n 1 " + cli_path() + " -b omp --n 1001");
+  CHECK(differ.code == 2);
+  CHECK_MESSAGE(differ.out.find("different reductions") != std::string::npos, differ.out);
+  // A backend one rank does not have.
+  const Run gone = mpirun("-n 2 " + cli_path() + " -b cuda --n 1000");
+  CHECK((gone.code == 3 || gone.code == 0));
+  // Text files, standard input and the ladder are for one process.
+  const std::string text = scratch("mpi_input.txt", "1\n2\n3\n");
+  for (const std::string& args : {"--input " + text, std::string("--input -"), std::string("--kernel all")}) {
+    const Run r = mpirun("-n 2 " + cli_path() + " -b omp " + args + " </dev/null");
+    CHECK_MESSAGE(r.code == 2, args << ": " << r.out);
+    CHECK_MESSAGE(count(r.out, "reduce_cli: error: ") == 1, r.out);
+  }
+}
+
+TEST_CASE("--share needs mpirun") {
+  const Run r = cli("-b omp --n 100 --share 2");
+  CHECK(r.code == 2);
+  CHECK(one_error_line(r.out));
+}
