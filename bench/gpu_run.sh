@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build, tests and benchmarks on a machine with an NVIDIA GPU; full logs under $OUT (at most 8
 # files), a short summary last.
-# Stages (default all): build test ladder sweep layouts opencl exact host
+# Stages (default all): build test ladder sweep layouts opencl exact host mpi
 # Kernel comparisons (opencl, exact) use --host-path resident: the input is copied once and the
 # kernels are timed; the host stage measures the streamed host path end to end.
 #   bash bench/gpu_run.sh [stages]      (nvcc and nvidia-smi on the PATH; see bench/README.md)
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/xr_out}
 mkdir -p "$OUT"
 B=${XR_BUILD_DIR:-build-gpu}
-stages=${*:-build test ladder sweep layouts opencl exact host}
+stages=${*:-build test ladder sweep layouts opencl exact host mpi}
 summary="$OUT/summary.txt"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -22,11 +22,11 @@ say "gpu: $(cat /tmp/gpu.txt); $(date -u +%F)"
 
 if has build; then
   start=$(date +%s)
-  cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DXREDUCE_CUDA=ON -DXREDUCE_OPENCL=ON -DXREDUCE_BUILD_BENCH=ON >"$OUT/build.log" 2>&1 ||
+  cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DXREDUCE_CUDA=ON -DXREDUCE_OPENCL=ON -DXREDUCE_MPI=ON -DXREDUCE_BUILD_BENCH=ON >"$OUT/build.log" 2>&1 ||
     { tail -20 "$OUT/build.log"; exit 1; }
   cmake --build "$B" -j "$(nproc)" >>"$OUT/build.log" 2>&1 || { grep -m 30 -E "error|Error" "$OUT/build.log"; exit 1; }
   say "build: $(($(date +%s) - start)) s"
-  grep -E "^-- +([A-Z]+|xreduce benchmarks): " "$OUT/build.log" | tee -a "$summary"
+  grep -E "^-- +([A-Z]+|xreduce benchmarks|xreduce::mpi): " "$OUT/build.log" | tee -a "$summary"
 fi
 
 if has test; then
@@ -105,6 +105,12 @@ if has host; then
     rm -f /tmp/xr_cli_stream.npy
   fi
   cat "$OUT/host.txt" >>"$summary"
+fi
+if has mpi; then
+  # 1 CUDA rank, 2 CUDA ranks on the one GPU with 2 OpenMP ranks, 4 OpenMP ranks: the same exact bits.
+  OUT="$OUT/mpi" bash bench/mpi_run.sh "$B" gpu 3 >"$OUT/mpi.txt" 2>&1
+  echo "exit $?" >>"$OUT/mpi.txt"
+  cat "$OUT/mpi.txt" >>"$summary"
 fi
 echo "==== summary"
 cat "$summary"
