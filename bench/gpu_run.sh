@@ -108,7 +108,7 @@ if has host; then
 fi
 if has mpi; then
   # 1 CUDA rank, 2 CUDA ranks on the one GPU with 2 OpenMP ranks, 4 OpenMP ranks: the same exact bits.
-  OUT="$OUT/mpi" bash bench/mpi_run.sh "$B" gpu 3 >"$OUT/mpi.txt" 2>&1
+  OUT=/tmp/xr_mpi bash bench/mpi_run.sh "$B" gpu 3 >"$OUT/mpi.txt" 2>&1
   echo "exit $?" >>"$OUT/mpi.txt"
   cat "$OUT/mpi.txt" >>"$summary"
 fi
