@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "plot.hpp"
 #include "table.hpp"
 #include "xreduce/xreduce.hpp"
 
@@ -66,6 +67,7 @@ struct Args {
   std::string chunk;             // elements per streamed chunk; empty: the default
   std::string host_path = "auto";
   std::string save;  // write the generated input here (.npy by name, else raw) before reducing
+  std::string plot;  // --plot FILE: the ladder drawn by plot.py (with --kernel all)
 };
 
 std::string shown(const std::string& text) { return "'" + printable(text) + "'"; }
@@ -209,6 +211,8 @@ class App {
   explicit App(Args a) : args_(std::move(a)) {}
 
   int run() {
+    if (!args_.plot.empty() && args_.kernel != "all")
+      throw InvalidArgument("--plot draws the ladder: it needs --kernel all");
     read_numbers();
     parse_file_format(args_.format);  // every named value is checked, used or not
     parse_dist(args_.dist);
@@ -258,6 +262,11 @@ class App {
       }
       if (!args_.json && args_.kernel == "all") print_ladder(rows);
       all_rows_.insert(all_rows_.end(), rows.begin(), rows.end());
+    }
+    if (!args_.plot.empty()) {
+      if (out.empty()) throw InvalidArgument("--plot: no backend ran, there is no ladder to draw");
+      cli::plot_ladder(out.dump(2), args_.plot);
+      notes_.push_back("plot: " + args_.plot);
     }
     if (args_.json) {
       std::cout << out.dump(2) << '\n';
@@ -571,6 +580,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   cli.add_option("--save", a.save, "write the generated input to FILE (.npy by name, else raw) before reducing");
   cli.add_flag("--json", a.json, "print results as JSON");
+  cli.add_option("--plot", a.plot,
+                 "with --kernel all: draw the ladder into FILE (.png, .svg, .pdf) with plot.py (python3 and "
+                 "matplotlib); XR_PLOT_SCRIPT overrides where plot.py is");
   cli.add_flag("--list", a.list, "list backends and devices, and why any is unavailable");
   // No option takes an empty value: '' is refused rather than read as "not given".
   const CLI::Validator non_empty(
