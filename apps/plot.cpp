@@ -74,7 +74,7 @@ std::string plot_script() {
   throw Error("--plot: plot.py not found (looked in " + printable(looked, 400) + "; set XR_PLOT_SCRIPT)");
 }
 
-void plot_ladder(const std::string& ladder_json, const std::string& output) {
+std::string plot_ladder(const std::string& ladder_json, const std::string& output) {
   const std::string script = plot_script();
   TempFile json(".json"), messages(".txt");
   {
@@ -99,7 +99,7 @@ void plot_ladder(const std::string& ladder_json, const std::string& output) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return script;
   const std::string said = last_line(messages.path());
   throw Error("--plot: " + printable(said.empty() ? "python3 " + script + " failed with status " +
                                                         std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1)

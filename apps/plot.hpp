@@ -12,9 +12,9 @@ namespace xr::cli {
 std::string plot_script();
 
 // Writes `ladder_json` to a temporary file, runs `python3 plot.py FILE -o output --kind ladder`
-// and removes the file. Throws xr::Error with one line saying why no plot was written: python3
+// and removes the file; returns the plot.py that drew it. Throws xr::Error with one line saying why no plot was written: python3
 // is not on the PATH, plot.py is missing, or plot.py's own error (matplotlib missing, a file
 // that cannot be written).
-void plot_ladder(const std::string& ladder_json, const std::string& output);
+std::string plot_ladder(const std::string& ladder_json, const std::string& output);
 
 }  // namespace xr::cli

@@ -265,8 +265,8 @@ class App {
     }
     if (!args_.plot.empty()) {
       if (out.empty()) throw InvalidArgument("--plot: no backend ran, there is no ladder to draw");
-      cli::plot_ladder(out.dump(2), args_.plot);
-      notes_.push_back("plot: " + args_.plot);
+      const std::string script = cli::plot_ladder(out.dump(2), args_.plot);
+      notes_.push_back("plot: " + args_.plot + " (drawn by " + script + ")");
     }
     if (args_.json) {
       std::cout << out.dump(2) << '\n';
