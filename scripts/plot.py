@@ -61,6 +61,11 @@ def gbps(row):
     return row["bytes_per_s"] / 1e9
 
 
+def rate_text(value):
+    """GB/s with the digits that matter: 8.4, 3050."""
+    return f"{value:.1f}" if value < 100 else f"{value:.0f}"
+
+
 def row_role(row):
     """'probe' (a machine limit), 'baseline' (not ours: cub), 'auto', or 'rung'."""
     if row.get("probe"):
@@ -84,7 +89,7 @@ def ladder_labels(rows):
             previous = ms
         else:
             speedup = f"{first / ms:.1f}x all" if first else ""
-        labels.append(f"{gbps(row):.1f}\n{speedup}" if gbps(row) < 100 else f"{gbps(row):.0f}\n{speedup}")
+        labels.append(f"{rate_text(gbps(row))}\n{speedup}")
     return labels
 
 
@@ -97,7 +102,7 @@ def describe_input(rows):
 
 def plot_ladder(data, axes_factory, args):
     backends = list(dict.fromkeys(r["backend"] for r in data))
-    fig, axes = axes_factory(len(backends), 1, figsize=(max(7.0, 0.75 * max(len(data), 8)), 4.8 * len(backends)))
+    fig, axes = axes_factory(len(backends), 1, figsize=(max(7.0, 0.75 * max(len(data), 8)), 5.5 * len(backends)))
     for ax, backend in zip(axes, backends):
         rows = [r for r in data if r["backend"] == backend]
         bars = [r for r in rows if row_role(r) in ("rung", "auto")]
@@ -113,7 +118,7 @@ def plot_ladder(data, axes_factory, args):
         for r in lines:
             what = "measured read ceiling" if row_role(r) == "probe" else "baseline"
             colour, style = next(styles)
-            ax.axhline(gbps(r), color=colour, linestyle=style, label=f"{r['kernel']} ({what}): {gbps(r):.1f} GB/s")
+            ax.axhline(gbps(r), color=colour, linestyle=style, label=f"{r['kernel']} ({what}): {rate_text(gbps(r))} GB/s")
         if args.datasheet:
             colour, style = next(styles)
             ax.axhline(args.datasheet, color=colour, linestyle=style, label=f"datasheet: {args.datasheet:.0f} GB/s")
