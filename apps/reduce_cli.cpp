@@ -263,15 +263,15 @@ class App {
       if (!args_.json && args_.kernel == "all") print_ladder(rows);
       all_rows_.insert(all_rows_.end(), rows.begin(), rows.end());
     }
-    if (!args_.plot.empty()) {
-      if (out.empty()) throw InvalidArgument("--plot: no backend ran, there is no ladder to draw");
-      const std::string script = cli::plot_ladder(out.dump(2), args_.plot);
-      notes_.push_back("plot: " + args_.plot + " (drawn by " + script + ")");
-    }
     if (args_.json) {
       std::cout << out.dump(2) << '\n';
     } else if (args_.kernel != "all" && args_.kernel != "list") {
       print_summary();
+    }
+    if (!args_.plot.empty()) {  // after the results are out: a failed plot loses none of them
+      if (out.empty()) throw InvalidArgument("--plot: no backend ran, there is no ladder to draw");
+      const std::string script = cli::plot_ladder(out.dump(2), args_.plot);
+      notes_.push_back("plot: " + args_.plot + " (drawn by " + script + ")");
     }
     if (!args_.json)
       for (const auto& note : notes_) std::cout << note << '\n';

@@ -68,7 +68,7 @@ set(backends omp)
 if(WITH_OPENCL)
   list(APPEND backends opencl)
 endif()
-if(EXISTS ${BUILD}/racy_counter)
+if(EXISTS ${BUILD}/racy_counter)  # built when the package has CUDA, as normalize_image's CUDA part
   list(APPEND backends cuda)
 endif()
 foreach(image ramp8:64:48 deep16:40:30)

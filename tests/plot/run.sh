@@ -57,6 +57,11 @@ one_line_error 2 "XR_PLOT_SCRIPT names" env XR_PLOT_SCRIPT="$work/none.py" "$cli
 mkdir -p "$work/broken/matplotlib" && echo 'raise ImportError("hidden for the test")' >"$work/broken/matplotlib/__init__.py"
 one_line_error 2 "matplotlib is not installed" env PYTHONPATH="$work/broken" "$cli" -b omp --kernel all --n 2^10 \
   --repeat 1 --plot "$work/x.png"
+# A plot that fails loses no results: the JSON is printed before the plot is drawn.
+env PATH=/nonexistent "$(realpath "$cli")" -b omp --kernel all --n 2^10 --repeat 1 --json --plot "$work/x.png" \
+  >"$work/results.json" 2>/dev/null
+python3 -c "import json, sys; assert json.load(open(sys.argv[1]))" "$work/results.json" &&
+  echo "ok: --json results printed before a failed plot" || fail "no JSON results before a failed plot"
 one_line_error 2 "cannot write" "$cli" -b omp --kernel all --n 2^10 --repeat 1 --plot "$work/no/such/dir/x.png"
 ((failures == 0)) || exit 1
 echo "plot: all passed"
