@@ -4,7 +4,8 @@
 #   bash bench/plots.sh BUILD_DIR OUTDIR
 # Writes to OUTDIR (the commands, their text output and exit codes in plots.log):
 #   ladder.json  reduce_cli -b cuda --kernel all --type i32 --n 2^28 --json
-#   sweep.json   xr_bench_auto_vs_cub --types f32 --lo 10 --hi 30 --json (about a minute on an H100)
+#   sweep.json   xr_bench_auto_vs_cub --types f32 --lo 10 --hi 30 --json (one type only, to stay
+#                under two minutes on an H100)
 #   host.json    xr_bench_host_path --log2n 28 --repeat 7 --json
 # and, where python3 has matplotlib, ladder.png, sweep.png and host.png drawn from them by
 # scripts/plot.py (the ladder with the datasheet line that sweep.json records). The README's
