@@ -1,7 +1,8 @@
 // normalize_image: stretches a grayscale PGM's contrast to the full 0..255 range. xreduce finds
 // the darkest and the brightest pixel (one call each) where the pixels are: in host memory
 // (omp), in CUDA device memory (cuda) or in an OpenCL buffer (opencl); a kernel of the same API
-// then maps every pixel, and the result is written as an 8-bit PGM.
+// then maps every pixel, and the result is written as an 8-bit PGM. The exercise is from
+// Bederián and Wolovick, "Curso de CUDA, parte 3" (docs/references.md).
 //
 //   normalize_image [--backend omp|opencl|cuda] IN.pgm OUT.pgm
 //

@@ -2,7 +2,8 @@
 // read-modify-write (`*count = *count + 1`) loses most of the updates, because thousands of
 // threads read the same old value before any of them writes; atomicAdd serialises the updates
 // and loses none, but makes them wait on one another; a reduction gives every thread its own
-// slot (a one) and sums the slots in a tree: here with xreduce on the device pointer.
+// slot (a one) and sums the slots in a tree: here with xreduce on the device pointer. The
+// exercise is from Bederián and Wolovick, "Curso de CUDA, parte 3" (docs/references.md).
 //
 //   racy_counter        exit 0 when atomicAdd and xreduce both count 2^20, 77 without a GPU
 #include <cuda_runtime.h>
