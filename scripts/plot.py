@@ -77,6 +77,13 @@ def row_role(row):
     return "rung"
 
 
+def legend_with_colours(ax, colours, **kwargs):
+    """The axes' legend: its labelled lines, then a swatch per bar colour saying what it means."""
+    from matplotlib.patches import Patch  # matplotlib is loaded by now (load_pyplot)
+    handles, _ = ax.get_legend_handles_labels()
+    ax.legend(handles=handles + [Patch(color=c, label=text) for c, text in colours.items()], **kwargs)
+
+
 def ladder_labels(rows):
     """Per bar, the label above it: its GB/s, then the step speed-up over the rung before (time
     ratio), or for auto the speed-up over the first rung (cumulative)."""
@@ -122,14 +129,14 @@ def plot_ladder(data, axes_factory, args):
         if args.datasheet:
             colour, style = next(styles)
             ax.axhline(args.datasheet, color=colour, linestyle=style, label=f"datasheet: {args.datasheet:.0f} GB/s")
-        ax.bar(0, 0, color="tab:blue", label="rung (above: GB/s, step speed-up)")
-        ax.bar(0, 0, color="tab:orange", label="auto (above: GB/s, speed-up over the first rung)")
         top = max([gbps(r) for r in rows] + [args.datasheet or 0])
         ax.set_ylim(0, top * 1.3)
         ax.set_ylabel("GB/s (input bytes / kernel time)")
         ax.set_title(args.title or f"{backend} ladder: {describe_input(rows)}, median of {rows[0]['repeats']}\n"
                      f"{rows[0]['device']}", fontsize=10)
-        ax.legend(loc="upper left", fontsize=8)
+        legend_with_colours(ax, {"tab:blue": "rung (above: GB/s, step speed-up)",
+                                 "tab:orange": "auto (above: GB/s, speed-up over the first rung)"},
+                            loc="upper left", fontsize=8)
         ax.grid(axis="y", alpha=0.3)
     return fig
 
@@ -183,9 +190,9 @@ def plot_host(data, axes_factory, args):
     ax.invert_yaxis()
     ax.set_xlim(0, max(r["gbps"] for r in rows) * 1.6)
     ax.set_xlabel("GB/s (median over rounds)")
-    ax.barh(0, 0, color="tab:grey", label="limit of this host")
-    ax.barh(0, 0, color="tab:blue", label="xreduce path, end to end (ratio: median over rounds of rate / limit)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=8)
+    legend_with_colours(ax, {"tab:grey": "limit of this host",
+                             "tab:blue": "xreduce path, end to end (ratio: median over rounds of rate / limit)"},
+                        loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(args.title or f"host path on {data['device']}: sum of 2^{data['log2n']} f32", fontsize=10)
     return fig
