@@ -8,8 +8,9 @@ Kinds of JSON, detected from the content unless --kind names one:
           each rung annotated with its step speed-up over the rung before; the baseline row
           (`cub`) and the probe row (`stream_read`, the measured read ceiling) as horizontal
           lines, and --datasheet as a third. One panel per backend.
-  sweep   `xr_bench_auto_vs_cub --json FILE`: time and GB/s of auto and CUB against n (log
-          axes), one colour per element type, with the datasheet bandwidth line.
+  sweep   `xr_bench_auto_vs_cub --json FILE`: time and GB/s of auto and CUB, and auto's time
+          over CUB's, against n (log axes), one colour per element type, with the datasheet
+          bandwidth and the launch floor.
   host    `xr_bench_host_path --json FILE`: each host path's GB/s beside the limits it is
           measured against (link, fill, file read), with its share of its limit.
 
@@ -208,6 +209,7 @@ def main(argv):
     parser.add_argument("--kind", choices=sorted(PLOTTERS), help="what the JSON holds (default: detected)")
     parser.add_argument("--datasheet", type=float, help="a bandwidth line (GB/s), e.g. the GPU's datasheet figure")
     parser.add_argument("--title", help="replaces the title drawn from the data")
+    parser.error = lambda message: fail(f"{message} (see --help)", 2)  # one line, like every error here
     args = parser.parse_args(argv)
     try:
         with (sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")) as f:

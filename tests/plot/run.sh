@@ -43,6 +43,7 @@ python3 "$plot" "$here/omp_ladder.json" -o "$work/recorded.svg" --kind ladder --
 echo '{"kind": "segments", "rows": []}' >"$work/unknown.json"
 one_line_error 2 "no plot for JSON of kind 'segments'" python3 "$plot" "$work/unknown.json" -o "$work/x.png"
 one_line_error 2 "not sweep JSON" python3 "$plot" "$here/omp_ladder.json" -o "$work/x.png" --kind sweep
+one_line_error 2 "invalid choice: 'bogus'" python3 "$plot" "$here/omp_ladder.json" -o "$work/x.png" --kind bogus
 
 "$cli" -b omp --kernel all --n 2^16 --repeat 1 --warmup 0 --plot "$work/cli.png" >"$work/stdout" ||
   fail "reduce_cli --plot exited $?"
