@@ -18,6 +18,7 @@
 
 #include "cli_common.hpp"
 #include "distributed.hpp"
+#include "plot.hpp"
 #include "table.hpp"
 #include "xreduce/xreduce.hpp"
 
@@ -55,6 +56,7 @@ struct Args {
   std::string save;  // write the generated input here (.npy by name, else raw) before reducing
   std::string share = "1";  // under mpirun: this rank's weight in the split of the input
   bool share_given = false;
+  std::string plot;  // --plot FILE: the ladder drawn by plot.py (with --kernel all)
 };
 
 // A streamed source that shows "label: 1.2 GiB of 4.0 GiB (30%)" at most five times a second.
@@ -127,6 +129,7 @@ class App {
     refuse(args_.list, "--list");
     refuse(args_.kernel == "all" || args_.kernel == "list", "--kernel " + args_.kernel);
     refuse(!args_.save.empty(), "--save");
+    refuse(!args_.plot.empty(), "--plot");
     DistributedJob job;
     job.backend = args_.backend == "all" ? "auto" : args_.backend;
     job.device.platform = platform_;
@@ -154,6 +157,8 @@ class App {
   }
 
   int run() {
+    if (!args_.plot.empty() && args_.kernel != "all")
+      throw InvalidArgument("--plot draws the ladder: it needs --kernel all");
     read_numbers();
     parse_file_format(args_.format);  // every named value is checked, used or not
     parse_dist(args_.dist);
@@ -209,6 +214,11 @@ class App {
       std::cout << out.dump(2) << '\n';
     } else if (args_.kernel != "all" && args_.kernel != "list") {
       print_summary();
+    }
+    if (!args_.plot.empty()) {  // after the results are out: a failed plot loses none of them
+      if (out.empty()) throw InvalidArgument("--plot: no backend ran, there is no ladder to draw");
+      const std::string script = cli::plot_ladder(out.dump(2), args_.plot);
+      notes_.push_back("plot: " + args_.plot + " (drawn by " + script + ")");
     }
     if (!args_.json)
       for (const auto& note : notes_) std::cout << note << '\n';
@@ -515,6 +525,9 @@ int main(int argc, char** argv) {
                  "under mpirun: this rank's weight in the split of the input over the ranks (0: it holds nothing)")
       ->capture_default_str();
   cli.add_flag("--json", a.json, "print results as JSON");
+  cli.add_option("--plot", a.plot,
+                 "with --kernel all: draw the ladder into FILE (.png, .svg, .pdf) with plot.py (python3 and "
+                 "matplotlib); XR_PLOT_SCRIPT overrides where plot.py is");
   cli.add_flag("--list", a.list, "list backends and devices, and why any is unavailable");
   // No option takes an empty value: '' is refused rather than read as "not given".
   const CLI::Validator non_empty(

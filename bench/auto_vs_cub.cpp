@@ -3,13 +3,14 @@
 // backend between CUDA events; rows report medians over the rounds and their ratio.
 //
 //   xr_bench_auto_vs_cub [--types i32,f32,f64] [--lo 10] [--hi 30] [--op sum] [--grids G1,G2xB2]
-//                        [--kernels K1,K2]
+//                        [--kernels K1,K2] [--json FILE]
 //
 // --grids adds auto runs with a fixed grid of G blocks, or G blocks of B threads for GxB
 // (0x512: auto's own grid at block 512), for tuning the shape the backend chooses; --kernels
 // adds runs of the named rungs (tuning auto's choice between layouts). Each adds a column with
 // its time ratio to cub, interleaved with the rest. The header line gives the launch floor: an
-// empty kernel timed the same way.
+// empty kernel timed the same way. --json FILE also writes every row, with the header's facts,
+// as {"kind": "sweep", ...} for scripts/plot.py.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "json_file.hpp"
 #include "xreduce/cuda.hpp"
 #include "xreduce/xreduce.hpp"
 
@@ -56,7 +58,15 @@ struct Column {
   xr::RunOptions options;
 };
 
-template <class T> void sweep(xr::Op op, int lo, int hi, double peak, const std::vector<Column>& extra) {
+// What every row of the JSON repeats: the device and its datasheet bandwidth.
+struct Device {
+  std::string name;
+  double peak_gbps = 0;
+};
+
+template <class T>
+void sweep(xr::Op op, int lo, int hi, const Device& device, const std::vector<Column>& extra, nlohmann::json& rows) {
+  const double peak = device.peak_gbps;
   const std::uint64_t max_n = std::uint64_t(1) << hi;
   const xr::HostBuffer host = xr::generate(xr::dtype_of<T>, max_n, xr::Dist::Uniform, 1);
   T* dev = nullptr;
@@ -89,8 +99,17 @@ template <class T> void sweep(xr::Op op, int lo, int hi, double peak, const std:
                 std::string(xr::to_string(xr::dtype_of<T>)).c_str(), e, a * 1e3, c * 1e3, a / c, gbps_a, gbps_c,
                 peak > 0 ? (std::to_string(static_cast<int>(100 * gbps_a / peak + 0.5)) + "%").c_str() : "-",
                 last[1].launches, agree ? "yes" : "NO", last[1].kernel.c_str());
-    for (std::size_t v = 2; v < variants.size(); ++v) std::printf(" %7.3f", xr::median(t[v]) / c);
+    nlohmann::json row = {{"type", xr::to_string(xr::dtype_of<T>)}, {"log2n", e}, {"n", n}, {"auto_us", a * 1e3},
+                          {"cub_us", c * 1e3}, {"ratio", a / c}, {"auto_gbps", gbps_a}, {"cub_gbps", gbps_c},
+                          {"sheet_pct", peak > 0 ? nlohmann::json(100 * gbps_a / peak) : nlohmann::json()},
+                          {"device", device.name}, {"datasheet_gbps", peak}, {"launches", last[1].launches},
+                          {"agree", agree}, {"layout", last[1].kernel}, {"extra", nlohmann::json::object()}};
+    for (std::size_t v = 2; v < variants.size(); ++v) {
+      std::printf(" %7.3f", xr::median(t[v]) / c);
+      row["extra"][extra[v - 2].label] = xr::median(t[v]) / c;
+    }
     std::printf("\n");
+    rows.push_back(std::move(row));
     std::fflush(stdout);
   }
   cudaFree(dev);
@@ -109,7 +128,7 @@ std::vector<std::string> split_commas(const std::string& value) {
 }
 
 int main(int argc, char** argv) {
-  std::string types = "i32,f32,f64", op_name = "sum";
+  std::string types = "i32,f32,f64", op_name = "sum", json_path;
   int lo = 10, hi = 30;
   std::vector<Column> extra;
   try {
@@ -119,6 +138,7 @@ int main(int argc, char** argv) {
       else if (flag == "--lo") lo = std::stoi(value);
       else if (flag == "--hi") hi = std::stoi(value);
       else if (flag == "--op") op_name = value;
+      else if (flag == "--json") json_path = value;
       else if (flag == "--grids")
         for (const auto& g : split_commas(value)) {  // G (blocks) or GxB (blocks x threads); G = 0: auto's grid
           const std::size_t x = g.find('x');
@@ -141,27 +161,35 @@ int main(int argc, char** argv) {
   } catch (const std::exception&) {
     std::fprintf(stderr,
                  "usage: xr_bench_auto_vs_cub [--types i32,f32,f64] [--lo 10] [--hi 30] [--op sum] [--grids G|GxB,..] "
-                 "[--kernels K,..]\n");
+                 "[--kernels K,..] [--json FILE]\n");
     return 2;
   }
   try {
     const xr::Op op = xr::parse_op(op_name);
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-    const double peak = datasheet_gbps(prop);
+    const Device device{prop.name, datasheet_gbps(prop)};
+    const double peak = device.peak_gbps;
     std::printf("device %s, %d SMs; %s; median us per call; datasheet %.0f GB/s (%%sheet: auto's share of it)\n",
                 prop.name, prop.multiProcessorCount, std::string(xr::to_string(op)).c_str(), peak);
     std::vector<double> floor_ms;
     check(time_empty_kernel(200, nullptr, floor_ms), "timing an empty kernel");
-    std::printf("launch floor: an empty kernel, timed like one call, %.2f us (median of 200)\n",
-                xr::median(floor_ms) * 1e3);
+    const double floor_us = xr::median(floor_ms) * 1e3;
+    std::printf("launch floor: an empty kernel, timed like one call, %.2f us (median of 200)\n", floor_us);
     std::printf("%-4s %-5s %10s %10s %7s %9s %9s %7s %3s %-5s %-15s", "type", "n", "auto us", "cub us", "ratio",
                 "auto GB/s", "cub GB/s", "%sheet", "L", "agree", "auto ran");
     for (const auto& c : extra) std::printf(" %7s", c.label.c_str());
     std::printf("\n");
+    nlohmann::json rows = nlohmann::json::array();
     for (const auto& t : {std::string("i32"), std::string("f32"), std::string("f64"), std::string("i64")}) {
       if (types.find(t) == std::string::npos) continue;
-      xr::visit_dtype(xr::parse_dtype(t), [&](auto zero) { sweep<decltype(zero)>(op, lo, hi, peak, extra); });
+      xr::visit_dtype(xr::parse_dtype(t), [&](auto zero) { sweep<decltype(zero)>(op, lo, hi, device, extra, rows); });
+    }
+    if (!json_path.empty()) {
+      const nlohmann::json out = {{"kind", "sweep"}, {"device", device.name}, {"sms", prop.multiProcessorCount},
+                                  {"op", xr::to_string(op)}, {"datasheet_gbps", peak}, {"launch_floor_us", floor_us},
+                                  {"rows", rows}};
+      if (!write_json_file(json_path, out, "xr_bench_auto_vs_cub")) return 2;
     }
   } catch (const xr::Error& e) {
     std::fprintf(stderr, "xr_bench_auto_vs_cub: %s\n", e.what());

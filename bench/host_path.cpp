@@ -10,6 +10,8 @@
 // a path's ratio is the median over rounds of its rate over its limit in the same round.
 //
 //   xr_bench_host_path [--n 2^28 as an exponent: --log2n 28] [--repeat 7] [--file /tmp/x.f32]
+//                      [--json FILE]
+// --json FILE also writes every row as {"kind": "host", ...} for scripts/plot.py.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "json_file.hpp"
 #include "xreduce/xreduce.hpp"
 
 namespace {
@@ -54,12 +57,13 @@ struct Measure {
 
 int main(int argc, char** argv) {
   int log2n = 28, repeat = 7;
-  std::string file = "/tmp/xr_bench_host_path.f32";
+  std::string file = "/tmp/xr_bench_host_path.f32", json_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--log2n") log2n = std::atoi(argv[i + 1]);
     else if (a == "--repeat") repeat = std::atoi(argv[i + 1]);
     else if (a == "--file") file = argv[i + 1];
+    else if (a == "--json") json_path = argv[i + 1];
   }
   const std::uint64_t n = std::uint64_t(1) << log2n;
   const std::size_t bytes = n * sizeof(float);
@@ -168,20 +172,33 @@ int main(int argc, char** argv) {
               "round; medians\n",
               log2n, gb, prop.name, repeat);
   std::printf("%-38s %8s %8s  %s\n", "path", "GB/s", "ratio", "note (ratio: median over rounds of rate / limit)");
+  nlohmann::json rows = nlohmann::json::array();
   for (const auto& m : ms) {
     const double rate = median(m.rates);
+    nlohmann::json row = {{"what", m.what}, {"limit", m.limit}, {"gbps", rate}};
     if (m.limit.empty()) {
       const double r = ratio_to(m, [&](std::size_t k) { return ms[kLink].rates[k]; });
       std::printf("%-38s %8.1f %7.0f%%  of link; %s\n", m.what.c_str(), rate, 100 * r, m.note.c_str());
+      row.update({{"ratio", r}, {"ratio_of", "link"}, {"note", m.note}});
+      rows.push_back(std::move(row));
       continue;
     }
     const double r = ratio_to(m, [&](std::size_t k) { return limit_in_round(m.limit, k); });
     std::string note = m.note;
-    if (m.what.find("pageable") != std::string::npos)
-      note += "; " + std::to_string(static_cast<int>(100 * ratio_to(m, [&](std::size_t k) { return ms[kFill].rates[k]; }) + 0.5)) +
-              "% of fill";
+    if (m.what.find("pageable") != std::string::npos) {
+      const double of_fill = ratio_to(m, [&](std::size_t k) { return ms[kFill].rates[k]; });
+      note += "; " + std::to_string(static_cast<int>(100 * of_fill + 0.5)) + "% of fill";
+      row["fill_ratio"] = of_fill;
+    }
     const char* of = m.limit == "link" ? "link" : m.limit == "file" ? "min(file, link)" : "file";
     std::printf("%-38s %8.1f %7.0f%%  of %s; %s\n", m.what.c_str(), rate, 100 * r, of, note.c_str());
+    row.update({{"ratio", r}, {"ratio_of", of}, {"note", note}});
+    rows.push_back(std::move(row));
+  }
+  if (!json_path.empty()) {
+    const nlohmann::json out = {{"kind", "host"}, {"device", prop.name}, {"log2n", log2n}, {"gb", gb},
+                                {"rounds", repeat}, {"rows", rows}};
+    if (!write_json_file(json_path, out, "xr_bench_host_path")) return 2;
   }
   return all_agree ? 0 : 1;
 }

@@ -31,4 +31,4 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/xreduceConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/xreduceConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/xreduceConfig.cmake ${PROJECT_BINARY_DIR}/xreduceConfigVersion.cmake
-  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xreduce)
+  ${PROJECT_SOURCE_DIR}/cmake/XreduceCuda.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xreduce)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The sanitizer stages of the test suite (scripts/test.sh runs them after the release tests):
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer with LeakSanitizer on, in build-asan
-#         (g++, no CUDA): the library, reduce_cli, and the core, OpenMP, OpenCL, exact, thread, CLI
-#         and fuzz suites. Any report fails the stage.
+#         (g++, no CUDA): the library, reduce_cli, and the core, OpenMP, OpenCL, exact, thread, CLI,
+#         plot and fuzz suites. Any report fails the stage.
 #   tsan  ThreadSanitizer in build-tsan: the core and OpenMP suites, built with clang against
 #         LLVM's OpenMP runtime, whose Archer tool tells TSan about OpenMP's barriers and
 #         reductions (libgomp is not instrumented: every parallel region would be reported).
@@ -28,7 +28,7 @@ asan() {
   ASAN_OPTIONS=detect_leaks=1:use_sigaltstack=0:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure \
-    -R '^(core|backends\.(omp|opencl)|threads\.(omp|opencl)|opencl|opencl_exact|exact_device|cli|fuzz_inputs)$'
+    -R '^(core|backends\.(omp|opencl)|threads\.(omp|opencl)|opencl|opencl_exact|exact_device|cli|plot|fuzz_inputs)$'
 }
 
 tsan() {

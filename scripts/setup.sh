@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 # clang, libomp-dev (LLVM's OpenMP runtime and its Archer tool) and libclang-rt-dev serve the
 # ThreadSanitizer stage of scripts/test.sh (scripts/sanitize.sh); g++ brings ASan and UBSan.
 # Open MPI (libopenmpi-dev, openmpi-bin) builds xreduce::mpi and runs its tests with mpirun.
+# python3-matplotlib draws the plots (scripts/plot.py, reduce_cli --plot).
 packages=(cmake g++ make pkg-config opencl-headers ocl-icd-opencl-dev pocl-opencl-icd
           doctest-dev libcli11-dev nlohmann-json3-dev libmpfr-dev clang libomp-dev libclang-rt-dev
-          libopenmpi-dev openmpi-bin)
+          libopenmpi-dev openmpi-bin python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,115 @@
+# The examples (run_installed.cmake), each on every backend that can run here; a backend with
+# no device skips (exit 77) with its reason.
+#   normalize_image: an 8-bit and a 16-bit PGM of low contrast, stretched on omp, opencl and
+#     cuda; each output spans 0..255, and every backend writes the same bytes.
+#   exact_npy: .npy files written by the installed reduce_cli; every backend the same bits.
+#   racy_counter: where it was built (CUDA).
+
+# A binary PGM from pixel values, none of them 0 or 59 (';') in any byte: CMake strings hold
+# neither a NUL nor, safely, a list separator.
+function(write_pgm path width height maxval)
+  set(bytes "")
+  foreach(value IN LISTS ARGN)
+    if(maxval GREATER 255)
+      math(EXPR high "${value} / 256")
+      math(EXPR low "${value} % 256")
+      string(ASCII ${high} ${low} pixel)
+    else()
+      string(ASCII ${value} pixel)
+    endif()
+    string(APPEND bytes "${pixel}")
+  endforeach()
+  file(WRITE ${path} "P5\n${width} ${height}\n${maxval}\n${bytes}")
+endfunction()
+
+# Fails unless `path` is an 8-bit PGM of width x height pixels whose darkest pixel is 0 and
+# brightest 255.
+function(check_stretched path width height)
+  file(READ ${path} head LIMIT 24)
+  if(NOT head MATCHES "^P5\n${width} ${height}\n255\n")
+    message(FATAL_ERROR "${path}: not an 8-bit ${width}x${height} PGM")
+  endif()
+  string(LENGTH "${CMAKE_MATCH_0}" header_bytes)
+  file(READ ${path} hex OFFSET ${header_bytes} HEX)
+  string(REGEX MATCHALL "[0-9a-f][0-9a-f]" pixels "${hex}")
+  list(LENGTH pixels count)
+  list(SORT pixels)
+  list(GET pixels 0 darkest)
+  list(GET pixels -1 brightest)
+  math(EXPR expected "${width} * ${height}")
+  if(NOT count EQUAL expected OR NOT darkest STREQUAL "00" OR NOT brightest STREQUAL "ff")
+    message(FATAL_ERROR "${path}: ${count} pixels from 0x${darkest} to 0x${brightest}, not ${expected} from 0 to 255")
+  endif()
+  message("${path}: ${count} pixels from 0 to 255")
+endfunction()
+
+# 8-bit, 64 x 48: a ramp within 40..200. 16-bit, 40 x 30: values within 828..2504, the
+# extremes at the first and the last pixel.
+set(ramp "")
+foreach(y RANGE 47)
+  foreach(x RANGE 63)
+    math(EXPR value "40 + (${x} * 3 + ${y} * 2) % 161")
+    if(value EQUAL 59)
+      set(value 58)
+    endif()
+    list(APPEND ramp ${value})
+  endforeach()
+endforeach()
+write_pgm(${WORK_DIR}/ramp8.pgm 64 48 255 ${ramp})
+set(deep "828")
+foreach(i RANGE 1 1198)
+  math(EXPR value "(4 + ${i} % 5) * 256 + 61 + (${i} * 7) % 130")
+  list(APPEND deep ${value})
+endforeach()
+list(APPEND deep 2504)
+write_pgm(${WORK_DIR}/deep16.pgm 40 30 65535 ${deep})
+
+set(backends omp)
+if(WITH_OPENCL)
+  list(APPEND backends opencl)
+endif()
+if(EXISTS ${BUILD}/racy_counter)  # built when the package has CUDA, as normalize_image's CUDA part
+  list(APPEND backends cuda)
+endif()
+foreach(image ramp8:64:48 deep16:40:30)
+  string(REPLACE ":" ";" image ${image})
+  list(GET image 0 name)
+  list(GET image 1 width)
+  list(GET image 2 height)
+  foreach(backend IN LISTS backends)
+    set(out ${WORK_DIR}/${name}_${backend}.pgm)
+    run_program(${BUILD}/normalize_image --backend ${backend} ${WORK_DIR}/${name}.pgm ${out})
+    if(run_program_rc EQUAL 77)
+      continue()
+    endif()
+    check_stretched(${out} ${width} ${height})
+    file(SHA256 ${out} digest)
+    file(SHA256 ${WORK_DIR}/${name}_omp.pgm omp_digest)
+    if(NOT digest STREQUAL omp_digest)
+      message(FATAL_ERROR "${out} differs from ${name}_omp.pgm")
+    endif()
+  endforeach()
+endforeach()
+
+# exact_npy on files the installed reduce_cli writes: sums that cancel (f64), normal f32 values.
+foreach(data f64:cancel f32:normal)
+  string(REPLACE ":" ";" data ${data})
+  list(GET data 0 type)
+  list(GET data 1 dist)
+  set(npy ${WORK_DIR}/${type}_${dist}.npy)
+  run_step(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${PREFIX}/${LIBDIR} ${PREFIX}/bin/reduce_cli -b omp --n 100000
+           --type ${type} --dist ${dist} --repeat 1 --warmup 0 --save ${npy})
+  run_program(${BUILD}/exact_npy ${npy})
+  foreach(backend IN LISTS backends)
+    if(backend STREQUAL "cuda")
+      continue()  # only where a GPU is
+    endif()
+    if(NOT run_program_output MATCHES "\n  ${backend} +0x")
+      message(FATAL_ERROR "exact_npy did not run on ${backend}")
+    endif()
+  endforeach()
+endforeach()
+
+if(EXISTS ${BUILD}/racy_counter)
+  run_program(${BUILD}/racy_counter)
+endif()
