@@ -1,8 +1,8 @@
 # Installs the build tree into a scratch prefix, then configures and builds a separate project
 # against it with find_package(xreduce), as an application is built, and runs the steps script
 # STEPS, which calls run_step() and run_program() with these set: PREFIX (the installed
-# package), BUILD (the project's build directory), WORK_DIR (scratch space), WITH_OPENCL and
-# LIBDIR (as installed).
+# package), BUILD (the project's build directory), WORK_DIR (scratch space), WITH_OPENCL,
+# LIBDIR (as installed) and MPIEXEC (mpirun, where MPI was found).
 #   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DCXX=... -DWITH_OPENCL=... -DLIBDIR=...
 #         -DSTEPS=... -P run_installed.cmake
 file(REMOVE_RECURSE ${WORK_DIR})

@@ -95,6 +95,11 @@ void expect_exact(xr::Reducer& r, const std::string& backend, const std::vector<
     INFO(backend << ": " << what << " (n = " << view.size() << ", " << (sizeof(T) == 4 ? "f32" : "f64") << ", "
                  << describe(o) << "): got " << got << ", want " << want);
     CHECK(same_bits(got, want));
+    // The state behind the value (what xr::mpi merges): the host's exact sum, limb for limb.
+    REQUIRE(res.exact_state.has_value());
+    xr::ExactSum host;
+    host.add(view.data(), view.size());
+    CHECK(res.exact_state->limb == host.raw().limb);
   }
 }
 

@@ -1,9 +1,14 @@
 # The consumer project's programs (run_installed.cmake): consumer, and consumer_opencl when
 # the OpenCL backend (and so xreduce/opencl.hpp) is built. Then the installed reduce_cli draws
-# its ladder with the installed plot.py, where python3 has matplotlib.
+# its ladder with the installed plot.py, where python3 has matplotlib. consumer_mpi runs on 2
+# ranks where the package has xreduce::mpi.
 run_step(${BUILD}/consumer)
 if(WITH_OPENCL)
   run_step(${BUILD}/consumer_opencl)
+endif()
+if(EXISTS ${BUILD}/consumer_mpi)
+  run_step(${CMAKE_COMMAND} -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+           OMPI_MCA_rmaps_base_oversubscribe=1 ${MPIEXEC} -n 2 ${BUILD}/consumer_mpi)
 endif()
 if(EXISTS ${PREFIX}/bin/reduce_cli)
   # The build chose the first of python3 and /usr/bin/python3 that imports matplotlib.
