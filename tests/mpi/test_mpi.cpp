@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
+#include <exception>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -13,6 +15,9 @@
 
 #include "xreduce/mpi.hpp"
 #include "xreduce/xreduce.hpp"
+#ifdef XR_TEST_OPENCL
+#include "xreduce/opencl.hpp"
+#endif
 
 namespace {
 
@@ -209,6 +214,44 @@ TEST_CASE("results of the ranks' own reductions combine (data on a device, reduc
   CHECK(g->result.value.f == 0.25 * static_cast<double>(n));
   CHECK(g->result.n == n);
 }
+
+#ifdef XR_TEST_OPENCL
+TEST_CASE("exact sums of cl_mem buffers reduced through xreduce/opencl.hpp combine to one process's bits") {
+  const int rank = world_rank();
+  const auto whole = generated<float>(40009, xr::Dist::Cancel, 21);
+  const auto mine = my_part(whole, rank + 1.0);
+  // Each rank's part lives in an OpenCL buffer of its own context, as an application's data would.
+  std::exception_ptr failed;
+  xr::Result local;
+  cl_context context = nullptr;
+  cl_command_queue queue = nullptr;
+  cl_mem buffer = nullptr;
+  try {
+    cl_platform_id platform = nullptr;
+    cl_device_id device = nullptr;
+    cl_int rc = clGetPlatformIDs(1, &platform, nullptr);
+    if (rc == CL_SUCCESS) rc = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, nullptr);
+    if (rc == CL_SUCCESS) context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &rc);
+    if (rc == CL_SUCCESS) queue = clCreateCommandQueue(context, device, 0, &rc);
+    const std::size_t bytes = std::max<std::size_t>(1, mine.size()) * sizeof(float);
+    if (rc == CL_SUCCESS) buffer = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, nullptr, &rc);
+    if (rc == CL_SUCCESS && !mine.empty())
+      rc = clEnqueueWriteBuffer(queue, buffer, CL_TRUE, 0, mine.size() * sizeof(float), mine.data(), 0, nullptr, nullptr);
+    if (rc != CL_SUCCESS) throw xr::DeviceError("test: OpenCL setup", rc, xr::opencl::error_name(rc));
+    local = xr::opencl::reduce<float>(queue, buffer, 0, mine.size(), xr::Op::Sum, exact_options());
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  xr::mpi::agree(MPI_COMM_WORLD, failed);
+  const auto g = xr::mpi::combine(MPI_COMM_WORLD, local);
+  REQUIRE(g.has_value());
+  CHECK(g->result.value.same_bits(exact_of(whole)));
+  CHECK(g->result.n == whole.size());
+  if (buffer) clReleaseMemObject(buffer);
+  if (queue) clReleaseCommandQueue(queue);
+  if (context) clReleaseContext(context);
+}
+#endif
 
 TEST_CASE("a failing rank makes every rank throw its error, naming it; nothing hangs") {
   const int rank = world_rank(), size = world_size();
