@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -80,6 +81,14 @@ void Progress::show(const std::string& text) {
 
 void Progress::clear() {
   if (on_) std::cerr << "\r\033[K" << std::flush;
+}
+
+void refuse_empty_values(CLI::App& app) {
+  const CLI::Validator non_empty(
+      [](std::string& value) { return value.empty() ? std::string("an empty value (leave the option out instead)") : std::string(); },
+      "", "NONEMPTY");
+  for (CLI::Option* option : app.get_options())
+    if (option->get_expected_min() > 0) option->check(non_empty);
 }
 
 int report(const std::string& message, int code) {

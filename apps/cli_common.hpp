@@ -7,6 +7,10 @@
 #include <iterator>
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace xr::cli {
 
 enum Exit { kAgree = 0, kDisagree = 1, kUsage = 2, kUnavailable = 3 };
@@ -34,6 +38,9 @@ std::uint64_t parse_whole(const std::string& text, const std::string& option, st
 
 // "16777216", "16M", "16Mi", "2^24", "1e6", "64K": a count of elements.
 std::uint64_t parse_count(const std::string& text, const std::string& option);
+
+// No option of `app` takes an empty value: '' is refused rather than read as "not given".
+void refuse_empty_values(CLI::App& app);
 
 // One line on stderr: control characters escaped, an overlong message cut. Returns `code`.
 int report(const std::string& message, int code);

@@ -474,12 +474,7 @@ int main(int argc, char** argv) {
   cli.add_option("--save", a.save, "write the generated input to FILE (.npy by name, else raw) before reducing");
   cli.add_flag("--json", a.json, "print results as JSON");
   cli.add_flag("--list", a.list, "list backends and devices, and why any is unavailable");
-  // No option takes an empty value: '' is refused rather than read as "not given".
-  const CLI::Validator non_empty(
-      [](std::string& value) { return value.empty() ? std::string("an empty value (leave the option out instead)") : std::string(); },
-      "", "NONEMPTY");
-  for (CLI::Option* option : cli.get_options())
-    if (option->get_expected_min() > 0) option->check(non_empty);
+  refuse_empty_values(cli);
   try {
     cli.parse(argc, argv);
     a.n_given = cli.count("--n") > 0;
