@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "check.hpp"
 #include "cli_common.hpp"
 #include "table.hpp"
 #include "xreduce/xreduce.hpp"
@@ -423,11 +424,13 @@ class App {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "check") return run_check(argc - 1, argv + 1);
   Args a;
   CLI::App cli{
       "reduce_cli: reduce an array on CUDA, OpenCL and OpenMP and check each result against an exact host "
       "reference.\nWith no arguments: 2^24 uniform f32 values summed by every available backend's auto "
-      "kernel.\nExit codes: 0 all agree, 1 a result disagrees, 2 usage or input error, 3 backend unavailable.",
+      "kernel.\n'reduce_cli check' runs the conformance matrix of every backend, device and kernel (see reduce_cli "
+      "check --help).\nExit codes: 0 all agree, 1 a result disagrees, 2 usage or input error, 3 backend unavailable.",
       "reduce_cli"};
   cli.add_option("--backend,-b", a.backend, "cuda, opencl, omp or all")
       ->check(CLI::IsMember({"cuda", "opencl", "omp", "all"}))
