@@ -9,8 +9,10 @@
 #include <cmath>
 #include <iostream>
 #include <stdexcept>
+#include <vector>
 
 #include "xreduce/error.hpp"
+#include "xreduce/registry.hpp"
 
 namespace xr::cli {
 
@@ -81,6 +83,14 @@ void Progress::show(const std::string& text) {
 
 void Progress::clear() {
   if (on_) std::cerr << "\r\033[K" << std::flush;
+}
+
+CLI::Option* add_backend_option(CLI::App& app, std::string& backend) {
+  std::vector<std::string> names = backend_names();
+  names.push_back("all");
+  return app.add_option("--backend,-b", backend, spelled(names, [](const std::string& name) { return name; }))
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
 }
 
 void refuse_empty_values(CLI::App& app) {

@@ -432,9 +432,7 @@ int main(int argc, char** argv) {
       "kernel.\n'reduce_cli check' runs the conformance matrix of every backend, device and kernel (see reduce_cli "
       "check --help).\nExit codes: 0 all agree, 1 a result disagrees, 2 usage or input error, 3 backend unavailable.",
       "reduce_cli"};
-  cli.add_option("--backend,-b", a.backend, "cuda, opencl, omp or all")
-      ->check(CLI::IsMember({"cuda", "opencl", "omp", "all"}))
-      ->capture_default_str();
+  add_backend_option(cli, a.backend);
   cli.add_option("--op", a.op, spelled(all_ops, [](Op op) { return std::string(to_string(op)); }))
       ->capture_default_str();
   cli.add_option("--type,-t", a.type,
