@@ -378,9 +378,7 @@ int run_check(int argc, char** argv) {
       "matrix of passed cases by device, op and type, and for each failure the reduce_cli command that reproduces "
       "it.\nExit codes: 0 every case passes, 1 a case fails, 2 bad flags, 3 a backend named by -b is unavailable.",
       "reduce_cli check"};
-  cli.add_option("--backend,-b", a.backend, "cuda, opencl, omp or all")
-      ->check(CLI::IsMember({"cuda", "opencl", "omp", "all"}))
-      ->capture_default_str();
+  add_backend_option(cli, a.backend);
   cli.add_option("--kernel,-k", kernels, "only these kernels, by name: vector,auto");
   cli.add_option("--sizes", sizes,
                  "only these sizes, every input at each: 0,1025,2^20 (by default normal, cancel and special inputs run "
