@@ -124,7 +124,8 @@ class Check {
     run_matrix();
     print_report(elapsed());
     if (json_out) *json_out << to_json().dump(1) << '\n';
-    const bool failed = std::any_of(cases_.begin(), cases_.end(), [](const Case& c) { return !c.pass; });
+    const bool failed =
+        !unopened_.empty() || std::any_of(cases_.begin(), cases_.end(), [](const Case& c) { return !c.pass; });
     return failed ? kDisagree : kAgree;
   }
 
@@ -135,6 +136,7 @@ class Check {
   std::vector<Target> targets_;
   std::vector<Case> cases_;
   std::vector<std::string> notes_;
+  std::vector<std::string> unopened_;  // devices that make_reducer failed to open
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::size_t skipped_for_time_ = 0;
 
@@ -185,6 +187,9 @@ class Check {
           t.reducer = make_reducer(status.name, device.select);
         } catch (const BackendUnavailable& e) {
           note(t.label + " (" + device.name + "): skipped, " + e.what());
+          continue;
+        } catch (const Error& e) {  // listed and usable, yet it does not open: a failure of its own
+          unopened_.push_back(t.label + " (" + device.name + ") does not open: " + e.what());
           continue;
         }
         for (const auto& k : t.reducer->kernels())
@@ -350,9 +355,10 @@ class Check {
     if (failures > kShownFailures)
       std::cout << failures - kShownFailures << " more failures" << (args_.json.empty() ? "" : " in " + args_.json)
                 << '\n';
+    for (const auto& device : unopened_) std::cout << "FAIL " << printable(device, 300) << '\n';
     std::cout << (failures ? std::to_string(failures) + " of " + std::to_string(cases_.size()) + " cases FAILED"
                            : "all " + std::to_string(cases_.size()) + " cases passed")
-              << '\n';
+              << (unopened_.empty() ? "" : "; " + std::to_string(unopened_.size()) + " device(s) FAILED to open") << '\n';
   }
 
   json to_json() const {
@@ -362,7 +368,7 @@ class Check {
                        {"kernel", c.kernel}, {"ran", c.ran}, {"op", word(c.op)}, {"type", word(c.type)}, {"n", c.n},
                        {"dist", to_string(c.input.dist)}, {"seed", c.input.seed}, {"exact", c.exact},
                        {"pass", c.pass}, {"detail", c.detail}, {"reproducer", reproducer(c)}});
-    return {{"seed", seed_}, {"notes", notes_}, {"cases", cases}};
+    return {{"seed", seed_}, {"notes", notes_}, {"devices_failed", unopened_}, {"cases", cases}};
   }
 };
 
