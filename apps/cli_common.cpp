@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -9,8 +10,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <stdexcept>
+#include <vector>
 
 #include "xreduce/error.hpp"
+#include "xreduce/registry.hpp"
 
 namespace xr::cli {
 
@@ -81,6 +84,22 @@ void Progress::show(const std::string& text) {
 
 void Progress::clear() {
   if (on_) std::cerr << "\r\033[K" << std::flush;
+}
+
+CLI::Option* add_backend_option(CLI::App& app, std::string& backend) {
+  std::vector<std::string> names = backend_names();
+  names.push_back("all");
+  return app.add_option("--backend,-b", backend, spelled(names, [](const std::string& name) { return name; }))
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
+}
+
+void refuse_empty_values(CLI::App& app) {
+  const CLI::Validator non_empty(
+      [](std::string& value) { return value.empty() ? std::string("an empty value (leave the option out instead)") : std::string(); },
+      "", "NONEMPTY");
+  for (CLI::Option* option : app.get_options())
+    if (option->get_expected_min() > 0) option->check(non_empty);
 }
 
 int report(const std::string& message, int code) {

@@ -8,6 +8,11 @@
 #include <iterator>
 #include <string>
 
+namespace CLI {
+class App;
+class Option;
+}
+
 namespace xr::cli {
 
 enum Exit { kAgree = 0, kDisagree = 1, kUsage = 2, kUnavailable = 3 };
@@ -35,6 +40,12 @@ std::uint64_t parse_whole(const std::string& text, const std::string& option, st
 
 // "16777216", "16M", "16Mi", "2^24", "1e6", "64K": a count of elements.
 std::uint64_t parse_count(const std::string& text, const std::string& option);
+
+// --backend (-b): a backend of the registry, or "all" (the default).
+CLI::Option* add_backend_option(CLI::App& app, std::string& backend);
+
+// No option of `app` takes an empty value: '' is refused rather than read as "not given".
+void refuse_empty_values(CLI::App& app);
 
 // One line on stderr: control characters escaped, an overlong message cut. Returns `code`.
 int report(const std::string& message, int code);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "check.hpp"
 #include "cli_common.hpp"
 #include "distributed.hpp"
 #include "plot.hpp"
@@ -472,15 +473,15 @@ class App {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "check") return run_check(argc - 1, argv + 1);
   Args a;
   CLI::App cli{
       "reduce_cli: reduce an array on CUDA, OpenCL and OpenMP and check each result against an exact host "
       "reference.\nWith no arguments: 2^24 uniform f32 values summed by every available backend's auto "
-      "kernel.\nExit codes: 0 all agree, 1 a result disagrees, 2 usage or input error, 3 backend unavailable.",
+      "kernel.\n'reduce_cli check' runs the conformance matrix of every backend, device and kernel (see reduce_cli "
+      "check --help).\nExit codes: 0 all agree, 1 a result disagrees, 2 usage or input error, 3 backend unavailable.",
       "reduce_cli"};
-  cli.add_option("--backend,-b", a.backend, "cuda, opencl, omp or all")
-      ->check(CLI::IsMember({"cuda", "opencl", "omp", "all"}))
-      ->capture_default_str();
+  add_backend_option(cli, a.backend);
   cli.add_option("--op", a.op, spelled(all_ops, [](Op op) { return std::string(to_string(op)); }))
       ->capture_default_str();
   cli.add_option("--type,-t", a.type,
@@ -529,12 +530,7 @@ int main(int argc, char** argv) {
                  "with --kernel all: draw the ladder into FILE (.png, .svg, .pdf) with plot.py (python3 and "
                  "matplotlib); XR_PLOT_SCRIPT overrides where plot.py is");
   cli.add_flag("--list", a.list, "list backends and devices, and why any is unavailable");
-  // No option takes an empty value: '' is refused rather than read as "not given".
-  const CLI::Validator non_empty(
-      [](std::string& value) { return value.empty() ? std::string("an empty value (leave the option out instead)") : std::string(); },
-      "", "NONEMPTY");
-  for (CLI::Option* option : cli.get_options())
-    if (option->get_expected_min() > 0) option->check(non_empty);
+  refuse_empty_values(cli);
   // Under mpirun every rank reads its own command line: a rank's mistake is agreed on, so that
   // every rank stops with it.
   const bool distributed = launched_by_mpi();

@@ -152,17 +152,12 @@ template <class T> T element(Dist dist, const ElementRandom& rng, std::uint64_t 
 
 }  // namespace
 
-namespace {
-struct DistRow {
-  std::string_view name, description;
-};
-#define XR_DIST_ROW(e, name, description) DistRow{name, description},
-constexpr DistRow kDistTable[] = {XR_DISTS(XR_DIST_ROW)};
-#undef XR_DIST_ROW
-}  // namespace
-
-std::string_view to_string(Dist d) { return kDistTable[static_cast<std::size_t>(d)].name; }
-std::string_view describe(Dist d) { return kDistTable[static_cast<std::size_t>(d)].description; }
+std::string_view to_string(Dist d) {
+#define XR_DIST_NAME(e, name) name,
+  static constexpr std::string_view names[] = {XR_DISTS(XR_DIST_NAME)};
+#undef XR_DIST_NAME
+  return names[static_cast<std::size_t>(d)];
+}
 
 Dist parse_dist(std::string_view text) {
   std::string known;

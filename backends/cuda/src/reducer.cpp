@@ -295,7 +295,7 @@ BackendStatus status() {
     for (int d = 0; d < count; ++d) {
       cudaDeviceProp prop{};
       check(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
-      s.devices.push_back({prop.name, device_detail(d), BackendOptions{-1, std::to_string(d)}, true});
+      s.devices.push_back({prop.name, device_detail(d), BackendOptions{-1, std::to_string(d)}, prop.totalGlobalMem, true});
     }
   } catch (const Error& err) {
     s.reason = err.what();

@@ -55,7 +55,7 @@ BackendStatus status() {
   s.usable = true;
   s.devices.push_back({cpu_name(), std::to_string(omp_get_max_threads()) + " OpenMP threads, " +
                                        std::to_string(omp_get_num_procs()) + " processors",
-                    BackendOptions{}, false});
+                    BackendOptions{}, 0, false});
   return s;
 }
 

@@ -97,7 +97,8 @@ BackendStatus status() {
       s.devices.push_back({d.caps.platform_name + " / " + d.caps.name,
                            "platform " + std::to_string(d.platform_index) + ", device " +
                                std::to_string(d.device_index) + ": " + d.caps.detail(),
-                           BackendOptions{d.platform_index, std::to_string(d.device_index)}, d.caps.is_gpu()});
+                           BackendOptions{d.platform_index, std::to_string(d.device_index)}, d.caps.max_alloc,
+                           d.caps.is_gpu()});
       if (d.caps.available && d.caps.compiler) s.usable = true;
     }
     if (list.empty()) s.reason = "no OpenCL device on any platform";

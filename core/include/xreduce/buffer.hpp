@@ -35,20 +35,26 @@ class XR_API HostBuffer {
 // This machine's physical memory in bytes (inputs read whole into memory may take half of it).
 XR_API std::uint64_t host_memory_bytes();
 
-// The input distributions, one row each: enumerator, name, what it holds.
-#define XR_DISTS(X)                                                                                  \
-  X(Uniform, "uniform", "floats in [-1, 1); integers in [-1000, 1000]")                              \
-  X(Normal, "normal", "mean 0, standard deviation 1 (integers: rounded, times 100)")                 \
-  X(Ones, "ones", "every element 1")                                                                 \
-  X(Cancel, "cancel", "+-2^20 pairs in random places plus uniform noise: sums far below sum|x|")      \
-  X(ExactProduct, "exact_product",                                                                   \
-    "mostly +-1, a few 2 and 1/2 (floats) or 2 and 3 (ints): every order of multiplication gives "   \
-    "the same exact product, no overflow")                                                           \
-  X(Special, "special",                                                                              \
-    "IEEE special values among uniform ones, the kinds chosen by seed % 5 (floats): 0 NaN with "     \
-    "everything else; 1 infinities of one sign, zeros, subnormals; 2 one largest finite value of "   \
-    "either sign, zeros, subnormals; 3 zeros, subnormals and the smallest normals alone; 4 -0 alone. " \
-    "Integers: the type's limits, 0 and +-1 among uniform ones. Every op has one result in any order")
+// The input distributions, one row each: enumerator, name.
+//   uniform        floats in [-1, 1); integers in [-1000, 1000]
+//   normal         mean 0, standard deviation 1 (integers: rounded, times 100)
+//   ones           every element 1
+//   cancel         +-2^20 pairs in random places plus uniform noise: sums far below sum|x|
+//   exact_product  mostly +-1, a few 2 and 1/2 (floats) or 2 and 3 (integers): every order of
+//                  multiplication gives the same exact product, no overflow
+//   special        special values among uniform ones. Floats: seed % 5 picks the family,
+//                  0 a NaN with everything else (infinities, signed zeros, subnormals, the
+//                  largest and smallest normal values), 1 infinities of one sign with zeros and
+//                  subnormals, 2 one largest finite value of either sign with zeros and
+//                  subnormals, 3 zeros, subnormals and smallest normals alone, 4 -0 alone.
+//                  Integers: the type's limits, 0 and +-1. Every op has one result in any order.
+#define XR_DISTS(X)                    \
+  X(Uniform, "uniform")                \
+  X(Normal, "normal")                  \
+  X(Ones, "ones")                      \
+  X(Cancel, "cancel")                  \
+  X(ExactProduct, "exact_product")     \
+  X(Special, "special")
 
 #define XR_ENUMERATOR(e, ...) e,
 enum class Dist : std::uint8_t { XR_DISTS(XR_ENUMERATOR) };
@@ -58,7 +64,6 @@ inline constexpr std::array all_dists{XR_DISTS(XR_QUALIFIED)};
 #undef XR_QUALIFIED
 
 XR_API std::string_view to_string(Dist d);
-XR_API std::string_view describe(Dist d);  // the table's "what it holds"
 XR_API Dist parse_dist(std::string_view text);  // throws InvalidArgument
 
 // Element i depends only on (seed, i, dist, type): the same bytes on every machine and for

@@ -20,6 +20,9 @@ struct DeviceInfo {
   std::string name;
   std::string detail;   // e.g. "132 SMs, 79.1 GiB" or "OpenCL 3.0, fp64, int64 atomics"
   BackendOptions select;  // what make_reducer needs to choose exactly this device
+  // The largest input the device can hold whole (HostPath::Resident), in bytes; 0 for a host
+  // device, which reduces host memory where it lies.
+  std::uint64_t max_input_bytes = 0;
   bool gpu = false;       // a GPU (xr::mpi spreads a node's ranks over these)
 };
 
