@@ -89,11 +89,31 @@ template <class To, class From> __device__ __forceinline__ To bits_as(From v) {
 // hardware has them: add for every type (integers wrap; f64 needs sm_60), min/max for
 // integers. Products and float min/max have no native atomic: a compare-and-swap loop on the
 // bit pattern (so NaN results compare equal to themselves and the loop ends).
+// *addr = apply<O>(*addr, v) by a compare-and-swap loop on the bits, in the arithmetic of apply.
+template <xr::Op O, class T> __device__ __forceinline__ void cas_combine(T* addr, T v) {
+  using Bits = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+  Bits* a = reinterpret_cast<Bits*>(addr);
+  Bits old = *reinterpret_cast<volatile Bits*>(a);
+  for (;;) {
+    const Bits next = bits_as<Bits>(apply<O>(bits_as<T>(old), v));
+    if (next == old) return;
+    const Bits seen = atomicCAS(a, old, next);
+    if (seen == old) return;
+    old = seen;
+  }
+}
+
 template <xr::Op O, class T> __device__ __forceinline__ void atomic_combine(T* addr, T v) {
   if constexpr (O == xr::Op::Sum && std::is_integral_v<T> && sizeof(T) == 4) {
     atomicAdd(reinterpret_cast<int*>(addr), static_cast<int>(v));
   } else if constexpr (O == xr::Op::Sum && std::is_integral_v<T>) {
     atomicAdd(reinterpret_cast<unsigned long long*>(addr), static_cast<unsigned long long>(v));
+  } else if constexpr (O == xr::Op::Sum && std::is_same_v<T, float>) {
+    // The f32 atomicAdd flushes subnormal operands and results to zero in global memory (not in
+    // shared memory): reduce_cli check found f32 sums of subnormals wrong on an H100. Global f32
+    // sums take the compare-and-swap loop, which adds with subnormals as apply does.
+    if (__isGlobal(addr)) cas_combine<O>(addr, v);
+    else atomicAdd(addr, v);
   } else if constexpr (O == xr::Op::Sum) {
     atomicAdd(addr, v);
   } else if constexpr ((O == xr::Op::Min || O == xr::Op::Max) && std::is_integral_v<T> && sizeof(T) == 4) {
@@ -103,16 +123,7 @@ template <xr::Op O, class T> __device__ __forceinline__ void atomic_combine(T* a
     if constexpr (O == xr::Op::Min) atomicMin(reinterpret_cast<long long*>(addr), static_cast<long long>(v));
     else atomicMax(reinterpret_cast<long long*>(addr), static_cast<long long>(v));
   } else {
-    using Bits = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
-    Bits* a = reinterpret_cast<Bits*>(addr);
-    Bits old = *reinterpret_cast<volatile Bits*>(a);
-    for (;;) {
-      const Bits next = bits_as<Bits>(apply<O>(bits_as<T>(old), v));
-      if (next == old) return;
-      const Bits seen = atomicCAS(a, old, next);
-      if (seen == old) return;
-      old = seen;
-    }
+    cas_combine<O>(addr, v);
   }
 }
 
