@@ -23,6 +23,18 @@ constexpr std::uint64_t kCpuGroupsPerComputeUnit = 4;
 constexpr unsigned kCascadeKGpu = 8;
 constexpr unsigned kCascadeKCpu = 32;
 
+// The vector_runs rung (CPU devices): work-groups of kRunsWorkGroup work-items,
+// kRunsGroupsPerComputeUnit of them per compute unit, each work-item reading its run with
+// vload<kRunsVectorWidth> into kRunsAccumulators vector accumulators.
+constexpr std::size_t kRunsWorkGroup = 1;
+constexpr std::uint64_t kRunsGroupsPerComputeUnit = 4;
+constexpr unsigned kRunsVectorWidth = 16;
+constexpr unsigned kRunsAccumulators = 4;
+
+// The rung auto takes: cascade on GPUs, vector_runs on CPU devices (CL_DEVICE_TYPE_CPU).
+constexpr const char* kAutoRungGpu = "cascade";
+constexpr const char* kAutoRungCpu = "vector_runs";
+
 // Elements per work-item of the `coarse` rung when RunOptions::coarsening is 0.
 constexpr unsigned kRuntimeCoarsening = 16;
 
