@@ -275,9 +275,11 @@ struct ExactVariant {
   bool atom64 = false;       // 64-bit local atomics (cl_khr_int64_base_atomics); else 32-bit pairs
   bool f32_int = false;      // f32 window sums in integers (devices without cl_khr_fp64)
   bool denorm_safe = false;  // f64: no subnormal arithmetic (devices without CL_FP_DENORM for doubles)
+  bool runs = false;         // XR_RUNS: contiguous runs in chunks, vector lanes (CPU devices)
 };
-// What the device uses for `type` (unless a test forced otherwise).
-ExactVariant exact_variant(const DeviceCaps& caps, DType type);
+// What the device uses for `type` (unless a test forced otherwise); runs where the rung has the
+// CPU shape (vector_runs, or auto on a CPU device) and neither f32_int nor denorm_safe is needed.
+ExactVariant exact_variant(const DeviceCaps& caps, DType type, const Rung* rung = nullptr);
 std::string exact_program_options(DType type, const ExactVariant& v);
 // Tests: atomics -1 auto, 0 32-bit pairs, 1 64-bit (where the device has them);
 // f32_int -1 auto, 0 doubles (where the device has fp64), 1 integers.
