@@ -188,6 +188,7 @@ inline void add_one(__local limb_word* L, uint* flags, double x) {
 // Chunks of XR_CHUNK elements read XR_STEP at a time into XR_STEP lanes, XR_MAX_TERMS per lane.
 #define XR_CHUNK 16384
 #define XR_STEP (XR_CHUNK / XR_MAX_TERMS)
+#define XR_BLOCK 16u
 #if !XR_FP64
 typedef float16 elem_vec;
 typedef uint16 bits_vec;
@@ -318,26 +319,32 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
     sigma = as_double((((ulong)(max(top_w, 1u) + 12u)) << 52) | (1UL << 51));
     double16 lane_hi = 0.0, lane_lo = 0.0;  // 16 lanes, high and low parts
 #endif
+    // Misses are looked for once per block of XR_BLOCK steps (a test of every step costs more
+    // than the sums), then element by element in a block that has one.
     const uint steps = m / XR_STEP * XR_STEP;
-    for (uint i = 0; i < steps; i += XR_STEP) {
+    for (uint b = 0; b < steps; b += XR_BLOCK * XR_STEP) {
+      const uint b_end = min(steps, b + XR_BLOCK * XR_STEP);
+      mask_vec missed = (mask_vec)(0);
+      for (uint i = b; i < b_end; i += XR_STEP) {
 #if !XR_FP64
-      const float16 va = vload16(0, x + i), vb = vload16(1, x + i);
-      const int16 keep_a = XR_KEYS(va) >= thr, keep_b = XR_KEYS(vb) >= thr;
-      lane_a += convert_double16(XR_MASKED(va, keep_a));
-      lane_b += convert_double16(XR_MASKED(vb, keep_b));
-      const int missed = !all(keep_a) || !all(keep_b);
+        const float16 va = vload16(0, x + i), vb = vload16(1, x + i);
+        const int16 keep_a = XR_KEYS(va) >= thr, keep_b = XR_KEYS(vb) >= thr;
+        lane_a += convert_double16(XR_MASKED(va, keep_a));
+        lane_b += convert_double16(XR_MASKED(vb, keep_b));
+        missed |= ~keep_a | ~keep_b;
 #else
-      const double16 v = vload16(0, x + i);
-      const long16 keep = XR_KEYS(v) >= (ulong)thr;
-      const double16 kept = XR_MASKED(v, keep);
-      const double16 h = (kept + sigma) - sigma;
-      lane_hi += h;
-      lane_lo += kept - h;
-      const int missed = !all(keep);
+        const double16 v = vload16(0, x + i);
+        const long16 keep = XR_KEYS(v) >= (ulong)thr;
+        const double16 kept = XR_MASKED(v, keep);
+        const double16 h = (kept + sigma) - sigma;
+        lane_hi += h;
+        lane_lo += kept - h;
+        missed |= ~keep;
 #endif
-      if (missed)
-        for (uint e = 0; e < XR_STEP; ++e)
-          if (abs_key(x[i + e]) < thr) add_one(L, &flags, x[i + e]);
+      }
+      if (any(missed))
+        for (uint i = b; i < b_end; ++i)
+          if (abs_key(x[i]) < thr) add_one(L, &flags, x[i]);
     }
     // The ragged end of the run (fewer than XR_STEP elements), then every lane.
     for (uint i = steps; i < m; ++i) {
