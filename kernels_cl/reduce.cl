@@ -25,8 +25,8 @@
 // With XR_VEC = W (CPU devices) there are no tiles: the input is cut into one contiguous run per
 // work-item (a multiple of K elements, the last one ragged), which the work-item reads with
 // vload<W>, K elements per step into K / W independent vector accumulators, then combines lane
-// by lane. The grid is a few work-groups of a work-item or two per compute unit, so that the
-// local tree and its barriers cost next to nothing.
+// by lane. The grid is a few work-groups per compute unit, of one work-item by default, so
+// that the local tree and its barriers cost next to nothing.
 
 #ifndef XR_CONTIG
 #define XR_CONTIG 0
