@@ -71,9 +71,15 @@ if has opencl; then
     echo "exit $?" >>"$OUT/backends.txt"
     "$cli" -b opencl --kernel all --type "$t" --n 2^28 --repeat 10 >>"$OUT/backends.txt" 2>&1
   done
-  for t in i32 f32; do  # PoCL against the OpenMP backend on the same CPU
-    "$cli" -b opencl --host-path resident --device Portable --type "$t" --n 2^26 --repeat 5 >>"$OUT/backends.txt" 2>&1
-    "$cli" -b omp --type "$t" --n 2^26 --repeat 5 >>"$OUT/backends.txt" 2>&1
+  for round in 1 2 3; do  # PoCL against the OpenMP backend on the same CPU, interleaved
+    for t in f32 f64 i32; do
+      "$cli" -b opencl --host-path resident --device Portable --type "$t" --n 2^26 --repeat 15 --warmup 3 >>"$OUT/backends.txt" 2>&1
+      "$cli" -b omp --type "$t" --n 2^26 --repeat 15 --warmup 3 >>"$OUT/backends.txt" 2>&1
+    done
+  done
+  for t in f32 f64 i32; do  # every PoCL rung, and OpenMP's ladder with its stream_read row
+    "$cli" -b opencl --kernel all --host-path resident --device Portable --type "$t" --n 2^26 --repeat 15 --warmup 3 >>"$OUT/backends.txt" 2>&1
+    "$cli" -b omp --kernel all --type "$t" --n 2^26 --repeat 15 --warmup 3 >>"$OUT/backends.txt" 2>&1
   done
   cat "$OUT/backends.txt" >>"$summary"
 fi

@@ -10,6 +10,9 @@
 //   XR_DENORM_SAFE 1 (f64 only): tiles whose window would reach the subnormal range go digit
 //               by digit (devices whose doubles flush subnormals; none should: CL_FP_DENORM is
 //               mandatory for doubles)
+//   XR_RUNS     1 (CPU devices; not with XR_F32_INT or XR_DENORM_SAFE): one contiguous run per
+//               work-item in chunks of 16384 elements, one window per chunk, vector lanes (the
+//               OpenMP front end's scheme, described at the main loop)
 //
 // xr_exact: every work-group owns one column of `part`, a [69][G] array of longs (row r < 68:
 // limb r of the xr::ExactSum layout, weight 2^(32r - 1074); row 68: flag bits), and adds its
@@ -58,6 +61,12 @@
 #endif
 #ifndef XR_DENORM_SAFE
 #define XR_DENORM_SAFE 0
+#endif
+#ifndef XR_RUNS
+#define XR_RUNS 0
+#endif
+#if XR_RUNS && (XR_F32_INT || XR_DENORM_SAFE)
+#error "XR_RUNS sums windows in doubles with subnormals"
 #endif
 
 #if XR_FP64 || !XR_F32_INT
@@ -175,6 +184,35 @@ inline void add_one(__local limb_word* L, uint* flags, double x) {
 #endif
 #define XR_PER_ITEM (XR_PER_PACK * XR_PACKS)
 
+#if XR_RUNS
+// Chunks of XR_CHUNK elements read XR_STEP at a time into XR_STEP lanes, XR_MAX_TERMS per lane.
+#define XR_CHUNK 16384
+#define XR_STEP (XR_CHUNK / XR_MAX_TERMS)
+#define XR_BLOCK 16u
+#if !XR_FP64
+typedef float16 elem_vec;
+typedef uint16 bits_vec;
+typedef uint8 bits_half;
+typedef int16 mask_vec;
+#define XR_KEYS(v) (as_uint16(v) & 0x7fffffffu)      // abs_key lane by lane
+#define XR_NOT_NEG_ZERO(v) (as_uint16(v) != 0x80000000u)
+#define XR_MASKED(v, keep) as_float16(as_uint16(v) & as_uint16(keep))  // +0 where !keep
+#else
+typedef double16 elem_vec;
+typedef ulong16 bits_vec;
+typedef ulong8 bits_half;
+typedef long16 mask_vec;
+#define XR_KEYS(v) ((as_ulong16(v) >> 32) & 0x7fffffffUL)
+#define XR_NOT_NEG_ZERO(v) (as_ulong16(v) != 0x8000000000000000UL)
+#define XR_MASKED(v, keep) as_double16(as_ulong16(v) & as_ulong16(keep))
+#endif
+// The largest of 16 keys.
+inline uint max_lane(bits_vec k) {
+  const bits_half m = max(k.lo, k.hi);
+  return (uint)max(max(max(m.s0, m.s1), max(m.s2, m.s3)), max(max(m.s4, m.s5), max(m.s6, m.s7)));
+}
+#endif
+
 #if XR_FP64 || !XR_F32_INT
 // A double s that is an integer multiple of 2^(pos - 1074) (pos >= 0), as that integer.
 inline long scaled_int(double s, int pos) {
@@ -234,6 +272,115 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
   in += offset;
   uint flags = 0;  // NaN / inf of this work-item
   uint nnz = 0;    // a term that is not -0
+#if XR_RUNS
+  // One contiguous run per work-item (a multiple of XR_CHUNK, the last one ragged), chunk by
+  // chunk, as the OpenMP front end does: the chunk's largest magnitude sets the window [W - w, W]
+  // (W = its exponent + 2, the tile kernel's window), a second pass sums the elements inside it
+  // into XR_STEP lanes, exact since no lane takes more than XR_MAX_TERMS of them, and flushes each
+  // lane; the elements below the window (zeros and subnormals among them) go digit by digit, and
+  // so does a whole chunk with inf or NaN (or f64 values within 2^12 of overflow).
+  const ulong items = get_global_size(0);
+  const ulong run = (n + items * XR_CHUNK - 1) / (items * XR_CHUNK) * XR_CHUNK;
+  const ulong run_end = min(n, get_global_id(0) * run + run);
+  uint top_w = 0;
+#if !XR_FP64
+  double s = 0.0;
+#else
+  double sigma = 0.0, hi = 0.0, lo = 0.0;
+#endif
+  for (ulong c = min(n, get_global_id(0) * run); c < run_end; c += XR_CHUNK) {
+    __global const elem_t* x = in + c;
+    const uint m = (uint)min((ulong)XR_CHUNK, run_end - c);
+    const uint whole = m / 16u * 16u;
+    bits_vec keys = (bits_vec)(0);
+    mask_vec not_neg_zero = (mask_vec)(0);
+    for (uint i = 0; i < whole; i += 16u) {
+      const elem_vec v = vload16(0, x + i);
+      keys = max(keys, XR_KEYS(v));
+      not_neg_zero |= XR_NOT_NEG_ZERO(v);
+    }
+    uint key = max_lane(keys);
+    nnz |= any(not_neg_zero);
+    for (uint i = whole; i < m; ++i) {
+      key = max(key, abs_key(x[i]));
+      nnz |= !is_neg_zero(x[i]);
+    }
+    const uint top = key >> XR_EXP_SHIFT;
+    if (top > XR_MAX_TOP) {
+      for (uint i = 0; i < m; ++i) add_one(L, &flags, x[i]);
+      continue;
+    }
+    top_w = min(top + 2u, XR_MAX_TOP);
+#if !XR_FP64
+    const uint thr = (max(top_w, 21u) - 20u) << 23;
+    double16 lane_a = 0.0, lane_b = 0.0;  // 32 lanes
+#else
+    const uint thr = top_w > 33u ? (top_w - 32u) << 20 : 0u;
+    sigma = as_double((((ulong)(max(top_w, 1u) + 12u)) << 52) | (1UL << 51));
+    double16 lane_hi = 0.0, lane_lo = 0.0;  // 16 lanes, high and low parts
+#endif
+    // Misses are looked for once per block of XR_BLOCK steps (a test of every step costs more
+    // than the sums), then element by element in a block that has one.
+    const uint steps = m / XR_STEP * XR_STEP;
+    for (uint b = 0; b < steps; b += XR_BLOCK * XR_STEP) {
+      const uint b_end = min(steps, b + XR_BLOCK * XR_STEP);
+      mask_vec missed = (mask_vec)(0);
+      for (uint i = b; i < b_end; i += XR_STEP) {
+#if !XR_FP64
+        const float16 va = vload16(0, x + i), vb = vload16(1, x + i);
+        const int16 keep_a = XR_KEYS(va) >= thr, keep_b = XR_KEYS(vb) >= thr;
+        lane_a += convert_double16(XR_MASKED(va, keep_a));
+        lane_b += convert_double16(XR_MASKED(vb, keep_b));
+        missed |= ~keep_a | ~keep_b;
+#else
+        const double16 v = vload16(0, x + i);
+        const long16 keep = XR_KEYS(v) >= (ulong)thr;
+        const double16 kept = XR_MASKED(v, keep);
+        const double16 h = (kept + sigma) - sigma;
+        lane_hi += h;
+        lane_lo += kept - h;
+        missed |= ~keep;
+#endif
+      }
+      if (any(missed))
+        for (uint i = b; i < b_end; ++i)
+          if (abs_key(x[i]) < thr) add_one(L, &flags, x[i]);
+    }
+    // The ragged end of the run (fewer than XR_STEP elements), then every lane.
+    for (uint i = steps; i < m; ++i) {
+      if (abs_key(x[i]) < thr) {
+        add_one(L, &flags, x[i]);
+        continue;
+      }
+#if !XR_FP64
+      s += (double)x[i];
+#else
+      const double h = (x[i] + sigma) - sigma;
+      hi += h;
+      lo += x[i] - h;
+#endif
+    }
+    FLUSH();
+#if !XR_FP64
+    double lanes[32];
+    vstore16(lane_a, 0, lanes);
+    vstore16(lane_b, 1, lanes);
+    for (int j = 0; j < 32; ++j) {
+      s = lanes[j];
+      FLUSH();
+    }
+#else
+    double lanes_hi[16], lanes_lo[16];
+    vstore16(lane_hi, 0, lanes_hi);
+    vstore16(lane_lo, 0, lanes_lo);
+    for (int j = 0; j < 16; ++j) {
+      hi = lanes_hi[j];
+      lo = lanes_lo[j];
+      FLUSH();
+    }
+#endif
+  }
+#else
   // Whole packs start at the first 16-byte boundary; the head before it and the tail after
   // the last whole pack (fewer than 2 packs' worth) go digit by digit in work-group 0.
   const ulong addr = (ulong)(size_t)in;
@@ -345,6 +492,7 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
     }
   }
   if (have && count > 0) FLUSH();
+#endif
 
   const uint f = flags | (nnz ? XR_FLAG_NOT_NEG_ZERO : 0u);
   if (f) atomic_or(&group_flags, f);

@@ -10,6 +10,7 @@
 //   XR_OP_<NAME> the op: XR_OP_SUM, XR_OP_PROD, XR_OP_MIN, XR_OP_MAX
 //   XR_K       elements each work-item reduces per tile before the tree; 0: kernel argument k
 //   XR_CONTIG  1: work-item lid reads elements lid*K .. lid*K+K-1 of a tile (CPUs); 0: lid, lid+L, ...
+//   XR_VEC     0: tiles as below; W > 0: contiguous runs (CPUs), K / W accumulators of W lanes
 //   XR_TREE    0 interleaved addressing (lid % (2s)), 1 sequential addressing
 //   XR_FINISH  0 store one partial per work-group, 1 atom_add, 2 atom_min, 3 atom_max
 //
@@ -20,9 +21,18 @@
 // with XR_CONTIG, elements lid*K ... lid*K + K-1 instead (one SIMD load on a CPU). Then the
 // work-group reduces its L private values in local memory, barrier after barrier, for any L
 // (not only powers of two), and work-item 0 finishes.
+//
+// With XR_VEC = W (CPU devices) there are no tiles: the input is cut into one contiguous run per
+// work-item (a multiple of K elements, the last one ragged), which the work-item reads with
+// vload<W>, K elements per step into K / W independent vector accumulators, then combines lane
+// by lane. The grid is a few work-groups per compute unit, of one work-item by default, so
+// that the local tree and its barriers cost next to nothing.
 
 #ifndef XR_CONTIG
 #define XR_CONTIG 0
+#endif
+#ifndef XR_VEC
+#define XR_VEC 0
 #endif
 
 #if XR_FP64
@@ -42,31 +52,46 @@
 typedef XR_IN_T in_t;
 typedef XR_ACC_T acc_t;
 
-// Integer sums and products wrap without signed overflow: computed in the unsigned type of
-// acc_t's size, whose bits are the two's complement result.
-#if XR_ACC_FLOAT
-#define XR_WRAP(a, op, b) ((a)op(b))
-#elif XR_ACC_BYTES == 4
-#define XR_WRAP(a, op, b) ((acc_t)as_int((uint)(a)op(uint)(b)))
+#define XR_CAT_(a, b) a##b
+#define XR_CAT(a, b) XR_CAT_(a, b)
+#if XR_ACC_BYTES == 4
+#define XR_ACC_BITS_T uint
 #else
-#define XR_WRAP(a, op, b) ((acc_t)as_long((ulong)(a)op(ulong)(b)))
+#define XR_ACC_BITS_T ulong
+#endif
+
+// Integer sums and products wrap without signed overflow: computed in the unsigned type of
+// acc_t's size, whose bits are the two's complement result. W is the vector width suffix of
+// the operands (empty for scalars).
+#if XR_ACC_FLOAT
+#define XR_WRAP(a, op, b, W) ((a)op(b))
+#else
+#define XR_WRAP(a, op, b, W) \
+  XR_CAT(as_, XR_CAT(XR_ACC_T, W))(XR_CAT(as_, XR_CAT(XR_ACC_BITS_T, W))(a) op XR_CAT(as_, XR_CAT(XR_ACC_BITS_T, W))(b))
 #endif
 
 // One step of the reduction, exactly as core's OpFn: integer sums and products wrap (two's
-// complement), min and max return NaN when either side is NaN.
-inline acc_t xr_op(acc_t a, acc_t b) {
+// complement), min and max return NaN when either side is NaN. Defined once for acc_t and, with
+// XR_VEC, for acc_t vectors of XR_VEC lanes (lane by lane: ?: selects per lane on vectors).
 #if defined(XR_OP_SUM)
-  return XR_WRAP(a, +, b);
+#define XR_STEP(a, b, W) XR_WRAP(a, +, b, W)
 #elif defined(XR_OP_PROD)
-  return XR_WRAP(a, *, b);
+#define XR_STEP(a, b, W) XR_WRAP(a, *, b, W)
 #elif defined(XR_OP_MIN)
-  return (b < a || b != b) ? b : a;
+#define XR_STEP(a, b, W) (((b) < (a) || (b) != (b)) ? (b) : (a))
 #elif defined(XR_OP_MAX)
-  return (a < b || b != b) ? b : a;
+#define XR_STEP(a, b, W) (((a) < (b) || (b) != (b)) ? (b) : (a))
 #else
 #error "no XR_OP_<NAME> given"
 #endif
-}
+#define XR_DEFINE_OP(name, T, W) \
+  inline T name(T a, T b) { return XR_STEP(a, b, W); }
+
+XR_DEFINE_OP(xr_op, acc_t, )
+#if XR_VEC
+typedef XR_CAT(XR_ACC_T, XR_VEC) acc_vec_t;
+XR_DEFINE_OP(xr_op_vec, acc_vec_t, XR_VEC)
+#endif
 
 __kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global acc_t* out,
                         __local acc_t* scratch, uint k_arg) {
@@ -81,7 +106,30 @@ __kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global
   const ulong ntiles = (n + tile - 1) / tile;
   in += offset;
 
-#if XR_K > 0
+#if XR_VEC
+  // A contiguous run per work-item, K elements per step in K / W vector accumulators.
+  acc_vec_t acc_v[XR_K / XR_VEC];
+#pragma unroll
+  for (uint a = 0; a < XR_K / XR_VEC; ++a) acc_v[a] = (acc_vec_t)(XR_IDENTITY);
+  const ulong items = get_global_size(0);
+  const ulong run = (n + items * XR_K - 1) / (items * XR_K) * XR_K;
+  const ulong begin = min(n, get_global_id(0) * run), end = min(n, begin + run);
+  ulong i = begin;
+  for (; i + XR_K <= end; i += XR_K) {
+#pragma unroll
+    for (uint a = 0; a < XR_K / XR_VEC; ++a)
+      acc_v[a] = xr_op_vec(acc_v[a], XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_VEC))(
+                                         XR_CAT(vload, XR_VEC)(0, in + i + a * XR_VEC)));
+  }
+  acc_t acc = XR_IDENTITY;  // the ragged end of the last run, element by element
+  for (; i < end; ++i) acc = xr_op(acc, (acc_t)in[i]);
+#pragma unroll
+  for (uint a = 1; a < XR_K / XR_VEC; ++a) acc_v[0] = xr_op_vec(acc_v[0], acc_v[a]);
+  acc_t lanes[XR_VEC];
+  XR_CAT(vstore, XR_VEC)(acc_v[0], 0, lanes);
+#pragma unroll
+  for (uint j = 0; j < XR_VEC; ++j) acc = xr_op(acc, lanes[j]);
+#elif XR_K > 0
   // K independent accumulators: the loads of a tile and their operations do not wait on one
   // another (more loads in flight on a GPU, SIMD lanes on a CPU).
   acc_t acc_j[XR_K];

@@ -19,6 +19,7 @@ namespace {
 
 constexpr int kRows = ExactSum::kLimbs + 1;  // 68 limbs, then the flags
 constexpr std::uint64_t kPerItemTile = 8;    // elements a work-item reads per tile
+constexpr std::uint64_t kRunChunk = 16384;   // XR_RUNS: elements per chunk (XR_CHUNK)
 
 std::atomic<int> g_force_atomics{-1};
 std::atomic<int> g_force_f32_int{-1};
@@ -38,7 +39,7 @@ std::size_t kernel_limit(const CachedKernel& k, const DeviceCaps& caps, std::siz
 
 }  // namespace
 
-ExactVariant exact_variant(const DeviceCaps& caps, DType type) {
+ExactVariant exact_variant(const DeviceCaps& caps, DType type, const Rung* rung) {
   ExactVariant v;
   const int atomics = g_force_atomics.load();
   v.atom64 = caps.int64_base && atomics != 0;
@@ -48,13 +49,14 @@ ExactVariant exact_variant(const DeviceCaps& caps, DType type) {
   } else {
     v.denorm_safe = !caps.fp64_denorm;
   }
+  v.runs = rung && rung->vector_width && caps.is_cpu() && !v.f32_int && !v.denorm_safe;
   return v;
 }
 
 std::string exact_program_options(DType type, const ExactVariant& v) {
   return "-cl-std=CL1.2" + type_options(type, type) +
          " -DXR_ATOM64=" + std::to_string(v.atom64 ? 1 : 0) + " -DXR_F32_INT=" + std::to_string(v.f32_int ? 1 : 0) +
-         " -DXR_DENORM_SAFE=" + std::to_string(v.denorm_safe ? 1 : 0);
+         " -DXR_DENORM_SAFE=" + std::to_string(v.denorm_safe ? 1 : 0) + (v.runs ? " -DXR_RUNS=1" : "");
 }
 
 void set_exact_group_limit_for_testing(std::uint64_t elements) { g_per_group = elements; }
@@ -67,17 +69,22 @@ void set_exact_variant_for_testing(int atomics, int f32_int) {
 Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& caps, cl_context context,
                       cl_device_id device, bool profiling, ExactSum::Raw* raw_out) {
   const RunOptions& opt = rq.options;
-  const ExactVariant variant = exact_variant(caps, rq.type);
+  const ExactVariant variant = exact_variant(caps, rq.type, &rung);
   const std::string options = exact_program_options(rq.type, variant);
   CachedKernel& main = cached_kernel(context, device, kExactSource, options, kExactKernel);
   CachedKernel& merge = cached_kernel(context, device, kExactSource, options, kExactMergeKernel);
 
   // Work-group size: any the kernel allows (its local memory is static).
   const std::size_t limit = kernel_limit(main, caps, 0);
-  const std::size_t local = choose_work_group(opt.block_size, limit, policy::kExactWorkGroup, caps, "the exact kernel");
-  // Grid: the rung's grid-stride grid or the one asked for, never more groups than tiles.
-  const std::uint64_t tiles = ceil_div(rq.n, std::uint64_t{local} * kPerItemTile);
-  const std::uint64_t default_groups = fixed_grid(caps, local) * (caps.is_gpu() ? policy::kExactGpuGridFactor : 1);
+  const std::size_t local = choose_work_group(opt.block_size, limit,
+                                              variant.runs ? policy::kRunsWorkGroup : policy::kExactWorkGroup, caps,
+                                              "the exact kernel");
+  // Grid: the rung's grid-stride grid (or runs' grid) or the one asked for, never more groups
+  // than tiles (chunks, for runs).
+  const std::uint64_t tiles = ceil_div(rq.n, std::uint64_t{local} * (variant.runs ? kRunChunk : kPerItemTile));
+  const std::uint64_t default_groups =
+      variant.runs ? rung_grid(rung, caps, local)
+                   : fixed_grid(caps, local) * (caps.is_gpu() ? policy::kExactGpuGridFactor : 1);
   std::uint64_t groups = opt.grid_size ? opt.grid_size : default_groups;
   groups = std::clamp<std::uint64_t>(groups, 1, std::min(tiles, kExactMaxGroups));
   // Launches: each work-group reads at most kExactMaxPerGroup elements per launch.
@@ -158,6 +165,7 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   res.finish = std::string("exact: work-group superaccumulators (") +
                (variant.atom64 ? "64-bit local atomics" : "32-bit local atomic pairs") +
                (rq.type == DType::F32 ? (variant.f32_int ? ", integer window sums" : ", double window sums") : "") +
+               (variant.runs ? ", contiguous runs in chunks" : "") +
                "), " + std::to_string(groups) + " x " + std::to_string(local) +
                (merged ? ", columns merged on the device" : "") + ", rounded once on the host";
   res.launches = static_cast<int>(segments) + (merged ? 1 : 0);

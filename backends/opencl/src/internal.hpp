@@ -45,6 +45,7 @@ struct DeviceCaps {
   bool int32_base = false, int32_extended = false;  // cl_khr_global_int32_{base,extended}_atomics
   bool int64_base = false, int64_extended = false;  // cl_khr_int64_{base,extended}_atomics
   bool is_gpu() const { return (type & CL_DEVICE_TYPE_GPU) != 0; }
+  bool is_cpu() const { return (type & CL_DEVICE_TYPE_CPU) != 0; }
   std::string type_name() const;  // "GPU", "CPU", "accelerator", ...
   std::string detail() const;     // one line for --list
 };
@@ -138,9 +139,14 @@ struct Rung {
   bool fixed_grid = false;  // grid from the compute units (grid-stride) instead of one tile per group
   bool contiguous_on_cpu = false;  // XR_CONTIG=1 on CPU devices: each work-item reads K neighbours
   bool contiguous(const DeviceCaps& caps) const { return contiguous_on_cpu && !caps.is_gpu(); }
+  // > 0: one contiguous run per work-item, read with vload<vector_width> into k / vector_width
+  // vector accumulators (XR_VEC; the CPU shape), with its own grid and work-group size.
+  unsigned vector_width = 0;
 };
 
 std::vector<Rung> rung_table(const DeviceCaps& caps);
+// The rung auto runs on this device (policy::kAutoRungCpu on CPU devices, else kAutoRungGpu).
+std::string auto_rung_name(const DeviceCaps& caps);
 // The atomic finish this device offers for (op, accumulator type), or Partials.
 Finish atomic_finish(const DeviceCaps& caps, Op op, DType acc);
 // The -D options naming the input and accumulator types (OpenCL C names, size, float or not,
@@ -148,7 +154,9 @@ Finish atomic_finish(const DeviceCaps& caps, Op op, DType acc);
 std::string type_options(DType in, DType acc);
 // The -D options of reduce.cl.
 std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, Finish finish,
-                            bool contiguous = false);
+                            bool contiguous = false, unsigned vector_width = 0);
+// program_options for one rung on one device.
+std::string rung_program_options(const Rung& rung, const DeviceCaps& caps, DType in, DType acc, Op op, Finish finish);
 // Every distinct (options) that some rung x op x type x accumulator of this device builds,
 // second passes included.
 std::vector<std::string> all_program_options(const DeviceCaps& caps);
@@ -208,6 +216,7 @@ Result reduce_on_queue(const Request& request, ExactSum::Raw* exact_raw = nullpt
 
 // Shared by the plain and the exact paths.
 std::uint64_t fixed_grid(const DeviceCaps& caps, std::size_t local);  // groups of a grid-stride grid
+std::uint64_t rung_grid(const Rung& rung, const DeviceCaps& caps, std::size_t local);  // fixed_grid, or the runs' grid
 double event_ms(cl_event e);                                          // profiling: end - start
 
 // The events of one reduction in order (kernels, then the read of the result); each enqueue
@@ -266,9 +275,11 @@ struct ExactVariant {
   bool atom64 = false;       // 64-bit local atomics (cl_khr_int64_base_atomics); else 32-bit pairs
   bool f32_int = false;      // f32 window sums in integers (devices without cl_khr_fp64)
   bool denorm_safe = false;  // f64: no subnormal arithmetic (devices without CL_FP_DENORM for doubles)
+  bool runs = false;         // XR_RUNS: contiguous runs in chunks, vector lanes (CPU devices)
 };
-// What the device uses for `type` (unless a test forced otherwise).
-ExactVariant exact_variant(const DeviceCaps& caps, DType type);
+// What the device uses for `type` (unless a test forced otherwise); runs where the rung has the
+// CPU shape (vector_runs, or auto on a CPU device) and neither f32_int nor denorm_safe is needed.
+ExactVariant exact_variant(const DeviceCaps& caps, DType type, const Rung* rung = nullptr);
 std::string exact_program_options(DType type, const ExactVariant& v);
 // Tests: atomics -1 auto, 0 32-bit pairs, 1 64-bit (where the device has them);
 // f32_int -1 auto, 0 doubles (where the device has fp64), 1 integers.

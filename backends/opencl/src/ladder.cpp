@@ -22,6 +22,10 @@ namespace xr::opencl::detail {
 
 // ---- the ladder -----------------------------------------------------------------------------
 
+std::string auto_rung_name(const DeviceCaps& caps) {
+  return caps.is_cpu() ? policy::kAutoRungCpu : policy::kAutoRungGpu;
+}
+
 namespace {
 std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
   std::vector<DType> types;
@@ -41,7 +45,16 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
     r.fixed_grid = fixed;
     return r;
   };
-  return {
+  Rung runs = rung("vector_runs",
+                   "CPU shape: one contiguous run per work-item of a few one-item work-groups per compute unit, "
+                   "vload" + std::to_string(policy::kRunsVectorWidth) + " into " +
+                       std::to_string(policy::kRunsAccumulators) +
+                       " vector accumulators: SIMD streaming instead of cascade's work-item loops and tree; "
+                       "on a GPU its strided reads do not coalesce",
+                   Tree::Sequential, policy::kRunsVectorWidth * policy::kRunsAccumulators, true);
+  runs.contiguous_on_cpu = false;
+  runs.vector_width = policy::kRunsVectorWidth;
+  std::vector<Rung> table = {
       rung("naive",
            "interleaved tree (lid % 2s) in local memory, one element per work-item (the OpenCL "
            "chapter 'GPU parallel reduction: analysis and optimisation'); "
@@ -73,9 +86,17 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
            "(K = " + std::to_string(policy::kCascadeKGpu) + " coalesced on GPUs, " +
                std::to_string(policy::kCascadeKCpu) + " neighbours on CPUs): few partials; longer chains per work-item",
            Tree::Sequential, cascade_k, true),
-      rung("auto", "picks cascade with this device's grid, work-group size and K; not tuned per n", Tree::Sequential,
-           cascade_k, true, KernelKind::Auto),
+      runs,
   };
+  const std::string auto_name = auto_rung_name(caps);
+  Rung automatic = *std::find_if(table.begin(), table.end(), [&](const Rung& r) { return r.info.name == auto_name; });
+  const std::string chosen_note = automatic.info.name;
+  automatic.info.name = "auto";
+  automatic.info.kind = KernelKind::Auto;
+  automatic.info.note = "picks " + chosen_note + " (" + (caps.is_cpu() ? "CPU device" : "GPU") +
+                        ") with this device's grid, work-group size and K; not tuned per n" + no64;
+  table.push_back(std::move(automatic));
+  return table;
 }
 }  // namespace
 
@@ -130,11 +151,17 @@ std::string type_options(DType in, DType acc) {
          " -DXR_FP64=" + (in == DType::F64 || acc == DType::F64 ? "1" : "0");
 }
 
-std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, Finish finish, bool contiguous) {
+std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, Finish finish, bool contiguous,
+                            unsigned vector_width) {
   const std::string identity = visit_dtype(acc, [&](auto t) { return opencl_literal(xr::identity<decltype(t)>(op)); });
   return "-cl-std=CL1.2" + type_options(in, acc) + " -DXR_OP_" + upper(to_string(op)) + " -DXR_IDENTITY=" + identity +
          " -DXR_K=" + std::to_string(k) + " -DXR_TREE=" + std::to_string(static_cast<int>(tree)) +
-         " -DXR_FINISH=" + std::to_string(static_cast<int>(finish)) + (contiguous ? " -DXR_CONTIG=1" : "");
+         " -DXR_FINISH=" + std::to_string(static_cast<int>(finish)) + (contiguous ? " -DXR_CONTIG=1" : "") +
+         (vector_width ? " -DXR_VEC=" + std::to_string(vector_width) : "");
+}
+
+std::string rung_program_options(const Rung& rung, const DeviceCaps& caps, DType in, DType acc, Op op, Finish finish) {
+  return program_options(in, acc, op, rung.k, rung.tree, finish, rung.contiguous(caps), rung.vector_width);
 }
 
 std::vector<std::string> all_program_options(const DeviceCaps& caps) {
@@ -150,9 +177,8 @@ std::vector<std::string> all_program_options(const DeviceCaps& caps) {
           if (a == Accumulator::Native && !(op == Op::Sum && t == DType::I32)) continue;
           const DType acc = result_dtype(op, t, a);
           const Finish f = atomic_finish(caps, op, acc);
-          const bool c = r.contiguous(caps);
-          add(program_options(t, acc, op, r.k, r.tree, f, c));
-          if (f == Finish::Partials) add(program_options(acc, acc, op, r.k, r.tree, Finish::Partials, c));
+          add(rung_program_options(r, caps, t, acc, op, f));
+          if (f == Finish::Partials) add(rung_program_options(r, caps, acc, acc, op, Finish::Partials));
         }
   }
   return out;
@@ -165,6 +191,11 @@ std::uint64_t fixed_grid(const DeviceCaps& caps, std::size_t local) {
   const std::uint64_t per_cu = caps.is_gpu() ? std::max<std::uint64_t>(1, policy::kGpuWorkItemsPerComputeUnit / local)
                                              : policy::kCpuGroupsPerComputeUnit;
   return caps.compute_units * per_cu;
+}
+
+std::uint64_t rung_grid(const Rung& rung, const DeviceCaps& caps, std::size_t local) {
+  if (rung.vector_width && caps.is_cpu()) return caps.compute_units * policy::kRunsGroupsPerComputeUnit;
+  return fixed_grid(caps, local);
 }
 
 double event_ms(cl_event e) {
@@ -311,7 +342,8 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   const Rung& rung = find_rung(table, opt.kernel);
   check_request(rung.info, rq.op, rq.type, rq.n, "opencl", opt.exact);
   const bool exact = opt.exact && exact_applies(rq.op, rq.type);
-  const std::string kernel_name = rung.info.kind == KernelKind::Auto ? "auto:cascade" : rung.info.name;
+  const std::string kernel_name =
+      rung.info.kind == KernelKind::Auto ? "auto:" + auto_rung_name(caps) : rung.info.name;
 
   const DType acc = result_dtype(rq.op, rq.type, opt.accumulator);
   const std::size_t acc_bytes = size_of(acc);
@@ -355,14 +387,20 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   if (k > kMaxCoarsening)
     throw InvalidArgument("opencl: coarsening " + std::to_string(k) + " exceeds " + std::to_string(kMaxCoarsening));
   const Finish finish = rq.finish == FinishPolicy::Auto ? atomic_finish(caps, rq.op, acc) : Finish::Partials;
-  CachedKernel& first = cached_kernel(context, device, kSource,
-                                      program_options(rq.type, acc, rq.op, rung.k, rung.tree, finish, rung.contiguous(caps)), kKernel);
+  CachedKernel& first =
+      cached_kernel(context, device, kSource, rung_program_options(rung, caps, rq.type, acc, rq.op, finish), kKernel);
   const std::size_t limit = work_group_limit(first, caps, acc_bytes);
-  const std::size_t local = choose_work_group(opt.block_size, limit, policy::kWorkGroup, caps, "this kernel");
+  const std::size_t local = choose_work_group(opt.block_size, limit,
+                                              rung.vector_width ? policy::kRunsWorkGroup : policy::kWorkGroup, caps,
+                                              "this kernel");
 
   // Roundings inside one work-item that reads `tiles_each` tiles: K accumulators of one
   // element per tile, then K - 1 combines (compile-time K); one accumulator (run-time K).
+  // Vector runs: K / W vector accumulators of `tiles_each` steps combined in K / W - 1 steps,
+  // beside a ragged end of at most K - 1 elements, then W lanes added one by one.
   auto chain = [&](std::uint64_t tiles_each) -> std::uint64_t {
+    if (rung.vector_width)
+      return std::max<std::uint64_t>(tiles_each + k / rung.vector_width - 1, k - 1) + rung.vector_width;
     return rung.k ? tiles_each + k - 1 : tiles_each * k;
   };
   std::vector<Pass> passes;
@@ -370,7 +408,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   std::uint64_t scratch_elems[2] = {0, 0};
   {
     const std::uint64_t tiles = ceil_div(rq.n, std::uint64_t{local} * k);
-    std::uint64_t groups = rung.fixed_grid ? fixed_grid(caps, local) : tiles;
+    std::uint64_t groups = rung.fixed_grid ? rung_grid(rung, caps, local) : tiles;
     if (opt.grid_size) groups = opt.grid_size;
     groups = std::clamp<std::uint64_t>(groups, 1, std::min(tiles, max_groups(local)));
     Pass p{&first, local, groups, -1, rq.offset, rq.n, finish == Finish::Partials ? 0 : 2};
@@ -381,13 +419,13 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   }
   if (finish == Finish::Partials && passes.back().groups > 1) {
     CachedKernel& next = cached_kernel(context, device, kSource,
-                                       program_options(acc, acc, rq.op, rung.k, rung.tree, Finish::Partials, rung.contiguous(caps)), kKernel);
+                                       rung_program_options(rung, caps, acc, acc, rq.op, Finish::Partials), kKernel);
     const std::size_t local2 = std::min(local, work_group_limit(next, caps, acc_bytes));
     int src = 0;
     std::uint64_t count = passes.back().groups;
     while (count > 1) {
       const std::uint64_t tiles = ceil_div(count, std::uint64_t{local2} * k);
-      std::uint64_t groups = rung.fixed_grid ? fixed_grid(caps, local2) : tiles;
+      std::uint64_t groups = rung.fixed_grid ? rung_grid(rung, caps, local2) : tiles;
       // At most half as many groups as inputs, so that every pass makes progress (a tile of
       // one element, L = K = 1, would otherwise copy its input).
       groups = std::clamp<std::uint64_t>(groups, 1, std::min({tiles, max_groups(local2), ceil_div(count, 2)}));

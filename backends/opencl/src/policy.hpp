@@ -23,6 +23,24 @@ constexpr std::uint64_t kCpuGroupsPerComputeUnit = 4;
 constexpr unsigned kCascadeKGpu = 8;
 constexpr unsigned kCascadeKCpu = 32;
 
+// The vector_runs rung (CPU devices): work-groups of kRunsWorkGroup work-items,
+// kRunsGroupsPerComputeUnit of them per compute unit, each work-item reading its run with
+// vload<kRunsVectorWidth> into kRunsAccumulators vector accumulators. On PoCL 3.1
+// (pthread-skylake-avx512, 2 compute units) auto with these read 2^26 f32 at 25.8 GB/s,
+// 1.19-1.28x OpenMP's auto in the same process; widths 8 and 16 with 2 to 8 accumulators were
+// within the noise, and 1 group per compute unit took twice as long whenever another process
+// held a core (4 let the other thread take over the slowed one's groups).
+constexpr std::size_t kRunsWorkGroup = 1;
+constexpr std::uint64_t kRunsGroupsPerComputeUnit = 4;
+constexpr unsigned kRunsVectorWidth = 16;
+constexpr unsigned kRunsAccumulators = 4;
+
+// The rung auto takes: cascade on GPUs; vector_runs on CPU devices (CL_DEVICE_TYPE_CPU), where
+// cascade's 256-item work-groups and local tree reached 0.22x of OpenMP's auto (2^24 f32,
+// PoCL on the 2-core machine) and 0.15x on a 16-core host, and vector_runs 1.17-2.01x (2^26).
+constexpr const char* kAutoRungGpu = "cascade";
+constexpr const char* kAutoRungCpu = "vector_runs";
+
 // Elements per work-item of the `coarse` rung when RunOptions::coarsening is 0.
 constexpr unsigned kRuntimeCoarsening = 16;
 
