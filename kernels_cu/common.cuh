@@ -3,6 +3,8 @@
 // Device code only: launching lives in backends/cuda.
 #pragma once
 
+#include <cfloat>
+
 #include <cstdint>
 #include <type_traits>
 
@@ -89,6 +91,10 @@ template <class To, class From> __device__ __forceinline__ To bits_as(From v) {
 // hardware has them: add for every type (integers wrap; f64 needs sm_60), min/max for
 // integers. Products and float min/max have no native atomic: a compare-and-swap loop on the
 // bit pattern (so NaN results compare equal to themselves and the loop ends).
+// x, or a zero of its sign where x is subnormal: what the f32 atomicAdd of global memory does to
+// its operands and its result.
+__device__ __forceinline__ float flush_subnormal(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
+
 // *addr = apply<O>(*addr, v) by a compare-and-swap loop on the bits, in the arithmetic of apply.
 template <xr::Op O, class T> __device__ __forceinline__ void cas_combine(T* addr, T v) {
   using Bits = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
@@ -110,10 +116,14 @@ template <xr::Op O, class T> __device__ __forceinline__ void atomic_combine(T* a
     atomicAdd(reinterpret_cast<unsigned long long*>(addr), static_cast<unsigned long long>(v));
   } else if constexpr (O == xr::Op::Sum && std::is_same_v<T, float>) {
     // The f32 atomicAdd flushes subnormal operands and results to zero in global memory (not in
-    // shared memory): reduce_cli check found f32 sums of subnormals wrong on an H100. Global f32
-    // sums take the compare-and-swap loop, which adds with subnormals as apply does.
-    if (__isGlobal(addr)) cas_combine<O>(addr, v);
-    else atomicAdd(addr, v);
+    // shared memory): reduce_cli check found f32 sums of subnormals wrong on an H100. The
+    // hardware add stays (a compare-and-swap loop per element timed out on one address at
+    // 2^24 elements); where its flush changed the sum, the difference is added back by the loop.
+    const float old = atomicAdd(addr, v);
+    if (!__isGlobal(addr)) return;
+    const float ieee = old + v;
+    const float flushed = flush_subnormal(flush_subnormal(old) + flush_subnormal(v));
+    if (__float_as_uint(ieee) != __float_as_uint(flushed)) cas_combine<O>(addr, ieee - flushed);
   } else if constexpr (O == xr::Op::Sum) {
     atomicAdd(addr, v);
   } else if constexpr ((O == xr::Op::Min || O == xr::Op::Max) && std::is_integral_v<T> && sizeof(T) == 4) {

@@ -67,8 +67,7 @@ const RungEntry& empty_input_entry() {
 std::vector<RungEntry> atomic_rungs() {
   return {
       make_entry<AtomicGlobal>(
-          "every element one atomic on one address (native add, int min/max; CAS loop otherwise, f32 sums too): "
-          "fully serialised",
+          "every element one atomic on one address (native add, int min/max; CAS loop otherwise): fully serialised",
           KernelKind::Rung, 256, BlockRule{1, 1024, 1, {}}),
       make_entry<AtomicShared>(
           "shared-memory atomic per element, one global atomic per block: less global contention, still 1 atomic/elem",
