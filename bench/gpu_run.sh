@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/xr_out}
 mkdir -p "$OUT"
 B=${XR_BUILD_DIR:-build-gpu}
+# XR_CTEST_JOBS runs that many test suites at once (default 1: suites timed alone).
 stages=${*:-build test ladder sweep layouts opencl exact host mpi}
 summary="$OUT/summary.txt"
 : >"$summary"
@@ -31,7 +32,7 @@ fi
 
 if has test; then
   "$cli" --list | tee -a "$summary"
-  ctest --test-dir "$B" --output-on-failure --timeout 300 >"$OUT/ctest.log" 2>&1
+  ctest --test-dir "$B" --output-on-failure --timeout 300 -j "${XR_CTEST_JOBS:-1}" >"$OUT/ctest.log" 2>&1
   say "ctest exit $?: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
   grep -E "Failed|\*\*\*|SKIP" "$OUT/ctest.log" | head -20 | tee -a "$summary"
   grep -B2 -A12 "ERROR:" "$OUT/ctest.log" | head -80
