@@ -204,6 +204,18 @@ template <class T> void adversarial(xr::Reducer& r, const std::string& b) {
       expect_exact(r, b, edge, "window edges below 2^" + std::to_string(top));
     }
   }
+  // Windows carried from one 16384-element chunk to the next (the CPU front ends start each
+  // chunk's pass from the window of the chunk before): tops that rise by one binade or many,
+  // fall by less than the window lowers for and by more, and come back, each chunk a band of
+  // its own; the whole sequence, and then shifted by a part of a chunk.
+  {
+    std::mt19937_64 g(19);
+    std::vector<T> v;
+    for (const int top : {0, 1, 3, 2, -4, -30, 40, 39, 38, -60, -61, 20, 20, 90, -90})
+      for (const T x : exponent_band<T>(16384, top, 18, g)) v.push_back(x);
+    expect_exact(r, b, v, "chunk tops rising and falling");
+    expect_exact(r, b, v, "chunk tops rising and falling, shifted", false, 5000);
+  }
   // A misaligned start.
   {
     std::mt19937_64 g(17);

@@ -2,22 +2,31 @@
 //
 // xr::ExactSum::add costs a few nanoseconds per term; this front end sums most terms exactly
 // in ordinary double arithmetic first and hands ExactSum only a few exact doubles per chunk.
-// Each thread walks its share in chunks of 16384 elements:
-//  1. the largest magnitude in the chunk (an integer max over the bit patterns) gives the
-//     chunk's top exponent eb (and shows inf/NaN: eb = all ones);
-//  2. every element within a fixed number of binades below eb is summed into double lanes in
-//     a way that is exact by construction (below); the few elements below that window
-//     ("misses") go to ExactSum::add one by one, and so does a whole chunk with inf/NaN or
-//     near-overflow values;
-//  3. the lane sums (exact doubles) are added to the thread's ExactSum.
+// Each thread walks its share in chunks of 16384 elements, in one pass each:
+//  1. the thread keeps a window top eb (a biased exponent) from the chunks before; one pass
+//     over the chunk sums every element within a fixed number of binades below eb into double
+//     lanes, in a way that is exact by construction (below), and finds the chunk's own top
+//     exponent (an integer max over the bit patterns; all ones: inf/NaN);
+//  2. if the chunk's top lies above eb, the lane sums may be inexact: they are dropped and the
+//     pass runs again with eb two binades above that top (the first chunk of a share always
+//     does this, from eb = 0). A chunk with inf/NaN, or f64 values near overflow, goes to
+//     ExactSum::add whole;
+//  3. otherwise the lane sums are kept (added to the thread's ExactSum), and the few elements
+//     below the window ("misses"), found per block of 512, are added one by one. A chunk whose
+//     top lies more than 8 binades below eb lowers eb for the next one.
 // f32: a float is an exact double; a lane takes at most H = 512 floats whose exponents lie in
 // [eb - 20, eb], so every partial sum is a multiple of the smallest ulp and needs at most
 // 9 + 20 + 24 = 53 bits: exact.
-// f64: extraction against sigma = 1.5 * 2^(E + 12) (E the unbiased top exponent, H = 1024
+// f64: extraction against sigma = 1.5 * 2^(E + 12) (E the unbiased exponent of eb, H = 1024
 // terms per lane): h = (v + sigma) - sigma is v rounded to a multiple of u = 2^(E - 40),
 // |h| <= 2^(E+1), so 1024 of them sum exactly (<= 2^51 units of u); r = v - h is exact with
 // |r| <= u/2, and for v at most 32 binades below E (ulp(v) >= 2^(E - 84)) 1024 of them sum
 // exactly too (<= 2^52 units of the smallest ulp).
+// Both arguments hold for every element whose exponent is at most eb, whatever the chunk's own
+// top: that is why the pass may start from the window of the chunk before, and why only a rise
+// above it forces a second pass. A two-pass form (the top first, then the sums) read every
+// chunk twice and ran at 0.80x (f32) and 0.71x (f64) of the plain sum on 2 threads
+// (docs/performance.md, "Exact sums in one pass").
 // Rounding to nearest and no flush-to-zero are required: a thread that finds another floating-
 // point environment uses ExactSum::add for everything.
 #include "exact.hpp"
@@ -25,6 +34,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +47,7 @@
 #define XR_OMP_EXACT_X86 0
 #endif
 
+
 namespace xr::omp::detail {
 namespace {
 
@@ -46,17 +57,28 @@ using i32 = std::int32_t;
 using i64 = std::int64_t;
 
 constexpr u64 kChunk = 16384;  // elements per chunk, both types
+constexpr u64 kBlock = 512;    // misses are looked for per block: a bit of a u32 per block
+static_assert(kChunk / kBlock == 32);
+constexpr u32 kHeadroom = 2;   // eb = top + 2 after a rise: small ups and downs keep the window
+constexpr u32 kLowerAfter = 8; // a top this far below eb lowers the window
+// Each pass asks for the cache lines this many bytes ahead. The pass does more work per line
+// than a plain sum, and without it the hardware prefetcher fell behind: on the 2-core EPYC
+// machine (2^27 elements, 2 threads) the pass ran at 0.84x of the plain sum without, 0.93-0.98x
+// with 512 or 1024 bytes and 0.97-1.12x with 2048 (docs/performance.md, "Exact sums in one pass").
+constexpr u64 kPrefetchBytes = 2048;
+
 // f32: 32 lanes of doubles, H = 512 terms per lane, window of 20 binades below the top.
 constexpr int kLanes32 = 32;
 constexpr int kWindow32 = 20;
 static_assert(kChunk / kLanes32 == 512 && 9 + kWindow32 + 24 == 53);
+constexpr u32 kMaxTop32 = 254;  // 255: inf/NaN
 // f64: 16 lanes (twice: high and low parts), H = 1024, window 32 binades, sigma = 2^(E+2+10).
 constexpr int kLanes64 = 16;
 constexpr int kWindow64 = 32;
 constexpr int kLog2H64 = 10;
 static_assert(kChunk / kLanes64 == (1u << kLog2H64) && kWindow64 == 52 - 2 * kLog2H64);
 // sigma = 1.5 * 2^(max(eb,1) - 1023 + 12) must be finite: max(eb,1) <= 2034.
-constexpr u32 kMaxTopExponent64 = 1023 + 1023 - 2 - kLog2H64;
+constexpr u32 kMaxTop64 = 1023 + 1023 - 2 - kLog2H64;
 
 constexpr u32 kAbs32 = 0x7fffffffu;
 constexpr u64 kAbs64 = 0x7fffffffffffffffull;
@@ -70,174 +92,175 @@ bool default_fp_env() {
 #endif
 }
 
-u32 top_exponent(u32 max_abs) { return max_abs >> 23; }
-u32 top_exponent(u64 max_abs) { return static_cast<u32>(max_abs >> 52); }
-
 // Threshold on |bits| below which an element is a miss.
-u32 threshold32(u32 eb) { return eb > kWindow32 ? (eb - kWindow32) << 23 : 0; }
-u64 threshold64(u32 eb) { return eb > kWindow64 + 1 ? u64(eb - kWindow64) << 52 : 0; }
+u32 threshold(u32 eb, float) { return eb > kWindow32 ? (eb - kWindow32) << 23 : 0; }
+u64 threshold(u32 eb, double) { return eb > kWindow64 + 1 ? u64(eb - kWindow64) << 52 : 0; }
 double sigma64(u32 eb) { return std::ldexp(1.5, static_cast<int>(std::max(eb, 1u)) - 1023 + 2 + kLog2H64); }
 
-// Misses of a chunk, one by one.
-void add_misses(const float* x, u32 thr, ExactSum& acc) {
-  for (u64 i = 0; i < kChunk; ++i) {
-    u32 b;
-    std::memcpy(&b, x + i, sizeof b);
-    if ((b & kAbs32) < thr) acc.add(x[i]);
-  }
-}
-void add_misses(const double* x, u64 thr, ExactSum& acc) {
-  for (u64 i = 0; i < kChunk; ++i) {
-    u64 b;
-    std::memcpy(&b, x + i, sizeof b);
-    if ((b & kAbs64) < thr) acc.add(x[i]);
-  }
-}
+template <class T> struct Layout;
+template <> struct Layout<float> {
+  using Bits = u32;
+  static constexpr int kLaneSums = kLanes32;
+  static constexpr u32 kMaxTop = kMaxTop32;
+  static constexpr Bits kAbs = kAbs32;
+  static u32 top(Bits max_abs) { return max_abs >> 23; }
+};
+template <> struct Layout<double> {
+  using Bits = u64;
+  static constexpr int kLaneSums = 2 * kLanes64;  // high parts, then low parts
+  static constexpr u32 kMaxTop = kMaxTop64;
+  static constexpr Bits kAbs = kAbs64;
+  static u32 top(Bits max_abs) { return static_cast<u32>(max_abs >> 52); }
+};
+
+// What one pass over a chunk found: the chunk's top biased exponent, and the blocks that hold
+// misses of the window it ran with (bit k: elements [k * kBlock, (k + 1) * kBlock)).
+struct Pass {
+  u32 top;
+  u32 miss_blocks;
+};
 
 // ---- portable front end (plain C++, lanes the compiler may vectorise) ----
 
-void chunk_portable(const float* x, ExactSum& acc) {
+Pass pass_portable(const float* x, u32 eb, double* lanes) {
+  const u32 thr = threshold(eb, float{});
   u32 mx[kLanes32] = {};
-  for (u64 i = 0; i < kChunk; i += kLanes32)
-    for (int j = 0; j < kLanes32; ++j) {
-      u32 b;
-      std::memcpy(&b, x + i + j, sizeof b);
-      mx[j] = std::max(mx[j], b & kAbs32);
-    }
-  const u32 eb = top_exponent(*std::max_element(mx, mx + kLanes32));
-  if (eb == 0xffu) {
-    acc.add(x, kChunk);
-    return;
-  }
-  const u32 thr = threshold32(eb);
   double s[kLanes32] = {};
-  u32 miss = 0;
-  for (u64 i = 0; i < kChunk; i += kLanes32)
-    for (int j = 0; j < kLanes32; ++j) {
-      u32 b;
-      std::memcpy(&b, x + i + j, sizeof b);
-      const bool keep = (b & kAbs32) >= thr;
-      miss |= !keep;
-      s[j] += keep ? static_cast<double>(x[i + j]) : 0.0;
+  u32 blocks = 0;
+  for (u64 blk = 0; blk < kChunk / kBlock; ++blk) {
+    const float* xb = x + blk * kBlock;
+    u32 miss = 0;
+    for (u64 i = 0; i < kBlock; i += kLanes32) {
+      __builtin_prefetch(xb + i + kPrefetchBytes / 4);
+      __builtin_prefetch(xb + i + kPrefetchBytes / 4 + 16);
+      for (int j = 0; j < kLanes32; ++j) {
+        u32 b;
+        std::memcpy(&b, xb + i + j, sizeof b);
+        const u32 a = b & kAbs32;
+        mx[j] = std::max(mx[j], a);
+        const bool keep = a >= thr;
+        miss |= !keep;
+        s[j] += keep ? static_cast<double>(xb[i + j]) : 0.0;
+      }
     }
-  if (miss) add_misses(x, thr, acc);
-  acc.add(s, kLanes32);
+    blocks |= miss << blk;
+  }
+  std::copy(s, s + kLanes32, lanes);
+  return {Layout<float>::top(*std::max_element(mx, mx + kLanes32)), blocks};
 }
 
-void chunk_portable(const double* x, ExactSum& acc) {
-  u64 mx[kLanes64] = {};
-  for (u64 i = 0; i < kChunk; i += kLanes64)
-    for (int j = 0; j < kLanes64; ++j) {
-      u64 b;
-      std::memcpy(&b, x + i + j, sizeof b);
-      mx[j] = std::max(mx[j], b & kAbs64);
-    }
-  const u32 eb = top_exponent(*std::max_element(mx, mx + kLanes64));
-  if (eb > kMaxTopExponent64) {  // inf/NaN, or too close to overflow for sigma
-    acc.add(x, kChunk);
-    return;
-  }
-  const u64 thr = threshold64(eb);
+Pass pass_portable(const double* x, u32 eb, double* lanes) {
+  const u64 thr = threshold(eb, double{});
   const double sigma = sigma64(eb);
-  // volatile-free: no -ffast-math in this library, so (v + sigma) - sigma is evaluated as written.
+  u64 mx[kLanes64] = {};
   double hi[kLanes64] = {}, lo[kLanes64] = {};
-  u32 miss = 0;
-  for (u64 i = 0; i < kChunk; i += kLanes64)
-    for (int j = 0; j < kLanes64; ++j) {
-      u64 b;
-      std::memcpy(&b, x + i + j, sizeof b);
-      const bool keep = (b & kAbs64) >= thr;
-      miss |= !keep;
-      const double v = keep ? x[i + j] : 0.0;
-      const double h = (v + sigma) - sigma;
-      hi[j] += h;
-      lo[j] += v - h;
+  u32 blocks = 0;
+  // No -ffast-math in this library, so (v + sigma) - sigma is evaluated as written.
+  for (u64 blk = 0; blk < kChunk / kBlock; ++blk) {
+    const double* xb = x + blk * kBlock;
+    u32 miss = 0;
+    for (u64 i = 0; i < kBlock; i += kLanes64) {
+      __builtin_prefetch(xb + i + kPrefetchBytes / 8);
+      __builtin_prefetch(xb + i + kPrefetchBytes / 8 + 8);
+      for (int j = 0; j < kLanes64; ++j) {
+        u64 b;
+        std::memcpy(&b, xb + i + j, sizeof b);
+        const u64 a = b & kAbs64;
+        mx[j] = std::max(mx[j], a);
+        const bool keep = a >= thr;
+        miss |= !keep;
+        const double v = keep ? xb[i + j] : 0.0;
+        const double h = (v + sigma) - sigma;
+        hi[j] += h;
+        lo[j] += v - h;
+      }
     }
-  if (miss) add_misses(x, thr, acc);
-  acc.add(hi, kLanes64);
-  acc.add(lo, kLanes64);
+    blocks |= miss << blk;
+  }
+  std::copy(hi, hi + kLanes64, lanes);
+  std::copy(lo, lo + kLanes64, lanes + kLanes64);
+  return {Layout<double>::top(*std::max_element(mx, mx + kLanes64)), blocks};
 }
 
 // ---- AVX2 front end (the same sums, lane for lane: identical results by exactness) ----
 #if XR_OMP_EXACT_X86
 
-__attribute__((target("avx2"))) void chunk_avx2(const float* x, ExactSum& acc) {
+__attribute__((target("avx2"))) Pass pass_avx2(const float* x, u32 eb, double* lanes) {
   const __m256i abs_mask = _mm256_set1_epi32(static_cast<int>(kAbs32));
-  __m256i m[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                  _mm256_setzero_si256()};
-  for (u64 i = 0; i < kChunk; i += 32)
-    for (int k = 0; k < 4; ++k) {
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 8 * k));
-      m[k] = _mm256_max_epi32(m[k], _mm256_and_si256(b, abs_mask));  // |bits| >= 0 as i32
+  const __m256i vthr = _mm256_set1_epi32(static_cast<int>(threshold(eb, float{})));
+  __m256i m[4];
+  __m256d s[8];
+  for (auto& v : m) v = _mm256_setzero_si256();
+  for (auto& v : s) v = _mm256_setzero_pd();
+  u32 blocks = 0;
+  for (u64 blk = 0; blk < kChunk / kBlock; ++blk) {
+    const float* xb = x + blk * kBlock;
+    __m256i miss = _mm256_setzero_si256();
+    for (u64 i = 0; i < kBlock; i += 32) {
+      _mm_prefetch(reinterpret_cast<const char*>(xb + i + kPrefetchBytes / 4), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(xb + i + kPrefetchBytes / 4 + 16), _MM_HINT_T0);
+      for (int k = 0; k < 4; ++k) {
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + i + 8 * k));
+        const __m256i a = _mm256_and_si256(b, abs_mask);
+        m[k] = _mm256_max_epi32(m[k], a);  // |bits| >= 0 as i32
+        const __m256i below = _mm256_cmpgt_epi32(vthr, a);
+        miss = _mm256_or_si256(miss, below);
+        const __m256 v = _mm256_castsi256_ps(_mm256_andnot_si256(below, b));  // misses become +0
+        s[2 * k] = _mm256_add_pd(s[2 * k], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+        s[2 * k + 1] = _mm256_add_pd(s[2 * k + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+      }
     }
+    blocks |= static_cast<u32>(!_mm256_testz_si256(miss, miss)) << blk;
+  }
+  for (int k = 0; k < 8; ++k) _mm256_storeu_pd(lanes + 4 * k, s[k]);
   alignas(32) i32 lane_max[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lane_max),
                      _mm256_max_epi32(_mm256_max_epi32(m[0], m[1]), _mm256_max_epi32(m[2], m[3])));
-  const u32 eb = top_exponent(static_cast<u32>(*std::max_element(lane_max, lane_max + 8)));
-  if (eb == 0xffu) {
-    acc.add(x, kChunk);
-    return;
-  }
-  const u32 thr = threshold32(eb);
-  const __m256i vthr = _mm256_set1_epi32(static_cast<int>(thr));
-  __m256d s[8];
-  for (auto& v : s) v = _mm256_setzero_pd();
-  __m256i miss = _mm256_setzero_si256();
-  for (u64 i = 0; i < kChunk; i += 32)
-    for (int k = 0; k < 4; ++k) {
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 8 * k));
-      const __m256i below = _mm256_cmpgt_epi32(vthr, _mm256_and_si256(b, abs_mask));
-      miss = _mm256_or_si256(miss, below);
-      const __m256 v = _mm256_castsi256_ps(_mm256_andnot_si256(below, b));  // misses become +0
-      s[2 * k] = _mm256_add_pd(s[2 * k], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-      s[2 * k + 1] = _mm256_add_pd(s[2 * k + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-    }
-  if (!_mm256_testz_si256(miss, miss)) add_misses(x, thr, acc);
-  alignas(32) double lanes[kLanes32];
-  for (int k = 0; k < 8; ++k) _mm256_store_pd(lanes + 4 * k, s[k]);
-  acc.add(lanes, kLanes32);
+  return {Layout<float>::top(static_cast<u32>(*std::max_element(lane_max, lane_max + 8))), blocks};
 }
 
-__attribute__((target("avx2"))) void chunk_avx2(const double* x, ExactSum& acc) {
+__attribute__((target("avx2"))) Pass pass_avx2(const double* x, u32 eb, double* lanes) {
   const __m256i abs_mask = _mm256_set1_epi64x(static_cast<i64>(kAbs64));
-  __m256i m[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                  _mm256_setzero_si256()};
-  for (u64 i = 0; i < kChunk; i += 16)
-    for (int k = 0; k < 4; ++k) {
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 4 * k));
-      const __m256i a = _mm256_and_si256(b, abs_mask);
-      m[k] = _mm256_blendv_epi8(m[k], a, _mm256_cmpgt_epi64(a, m[k]));
-    }
-  alignas(32) i64 lane_max[16];
-  for (int k = 0; k < 4; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(lane_max + 4 * k), m[k]);
-  const u32 eb = top_exponent(static_cast<u64>(*std::max_element(lane_max, lane_max + 16)));
-  if (eb > kMaxTopExponent64) {
-    acc.add(x, kChunk);
-    return;
-  }
-  const u64 thr = threshold64(eb);
-  const __m256i vthr = _mm256_set1_epi64x(static_cast<i64>(thr));
+  const __m256i vthr = _mm256_set1_epi64x(static_cast<i64>(threshold(eb, double{})));
   const __m256d sigma = _mm256_set1_pd(sigma64(eb));
+  // The top needs only the high words of |bits|: a 32-bit max over both halves, whose low
+  // halves are dropped at the end (cheaper than a 64-bit compare and blend).
+  __m256i m[4];
   __m256d hi[4], lo[4];
-  for (int k = 0; k < 4; ++k) hi[k] = lo[k] = _mm256_setzero_pd();
-  __m256i miss = _mm256_setzero_si256();
-  for (u64 i = 0; i < kChunk; i += 16)
-    for (int k = 0; k < 4; ++k) {
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 4 * k));
-      const __m256i below = _mm256_cmpgt_epi64(vthr, _mm256_and_si256(b, abs_mask));
-      miss = _mm256_or_si256(miss, below);
-      const __m256d v = _mm256_castsi256_pd(_mm256_andnot_si256(below, b));
-      const __m256d h = _mm256_sub_pd(_mm256_add_pd(v, sigma), sigma);
-      hi[k] = _mm256_add_pd(hi[k], h);
-      lo[k] = _mm256_add_pd(lo[k], _mm256_sub_pd(v, h));
-    }
-  if (!_mm256_testz_si256(miss, miss)) add_misses(x, thr, acc);
-  alignas(32) double lanes[2 * kLanes64];
   for (int k = 0; k < 4; ++k) {
-    _mm256_store_pd(lanes + 4 * k, hi[k]);
-    _mm256_store_pd(lanes + kLanes64 + 4 * k, lo[k]);
+    m[k] = _mm256_setzero_si256();
+    hi[k] = lo[k] = _mm256_setzero_pd();
   }
-  acc.add(lanes, 2 * kLanes64);
+  u32 blocks = 0;
+  for (u64 blk = 0; blk < kChunk / kBlock; ++blk) {
+    const double* xb = x + blk * kBlock;
+    __m256i miss = _mm256_setzero_si256();
+    for (u64 i = 0; i < kBlock; i += 16) {
+      _mm_prefetch(reinterpret_cast<const char*>(xb + i + kPrefetchBytes / 8), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(xb + i + kPrefetchBytes / 8 + 8), _MM_HINT_T0);
+      for (int k = 0; k < 4; ++k) {
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + i + 4 * k));
+        const __m256i a = _mm256_and_si256(b, abs_mask);
+        m[k] = _mm256_max_epi32(m[k], a);
+        const __m256i below = _mm256_cmpgt_epi64(vthr, a);
+        miss = _mm256_or_si256(miss, below);
+        const __m256d v = _mm256_castsi256_pd(_mm256_andnot_si256(below, b));
+        const __m256d h = _mm256_sub_pd(_mm256_add_pd(v, sigma), sigma);
+        hi[k] = _mm256_add_pd(hi[k], h);
+        lo[k] = _mm256_add_pd(lo[k], _mm256_sub_pd(v, h));
+      }
+    }
+    blocks |= static_cast<u32>(!_mm256_testz_si256(miss, miss)) << blk;
+  }
+  for (int k = 0; k < 4; ++k) {
+    _mm256_storeu_pd(lanes + 4 * k, hi[k]);
+    _mm256_storeu_pd(lanes + kLanes64 + 4 * k, lo[k]);
+  }
+  alignas(32) u32 words[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(words),
+                     _mm256_max_epi32(_mm256_max_epi32(m[0], m[1]), _mm256_max_epi32(m[2], m[3])));
+  const u32 high = std::max({words[1], words[3], words[5], words[7]});  // little-endian: odd words
+  return {high >> 20, blocks};
 }
 
 bool have_avx2() {
@@ -254,6 +277,43 @@ bool use_avx2() {
 #endif
 }
 
+template <class T> Pass run_pass(const T* x, u32 eb, double* lanes, [[maybe_unused]] bool avx2) {
+#if XR_OMP_EXACT_X86
+  if (avx2) return pass_avx2(x, eb, lanes);
+#endif
+  return pass_portable(x, eb, lanes);
+}
+
+// Adds one chunk to acc exactly, with the window top eb of the chunks before (0: none yet),
+// which it updates for the next chunk.
+template <class T> void add_chunk(const T* x, u32& eb, ExactSum& acc, bool avx2) {
+  using L = Layout<T>;
+  alignas(32) double lanes[L::kLaneSums];
+  for (;;) {
+    const Pass p = run_pass(x, eb, lanes, avx2);
+    if (p.top > L::kMaxTop) {  // inf/NaN (flags), or f64 too close to overflow for sigma
+      acc.add(x, kChunk);
+      return;
+    }
+    if (p.top > eb) {  // above the window: the sums may be inexact; again, with a window on top
+      eb = std::min(p.top + kHeadroom, L::kMaxTop);
+      continue;
+    }
+    const auto thr = threshold(eb, T{});
+    for (u32 mask = p.miss_blocks; mask != 0; mask &= mask - 1) {
+      const T* xb = x + static_cast<u64>(std::countr_zero(mask)) * kBlock;
+      for (u64 i = 0; i < kBlock; ++i) {
+        typename L::Bits b;
+        std::memcpy(&b, xb + i, sizeof b);
+        if ((b & L::kAbs) < thr) acc.add(xb[i]);
+      }
+    }
+    acc.add(lanes, L::kLaneSums);
+    if (p.top + kLowerAfter < eb) eb = p.top + kHeadroom;
+    return;
+  }
+}
+
 // Adds x[0..n) to acc exactly (flags aside: see exact_sum_state()).
 template <class T> void add_range(const T* x, u64 n, ExactSum& acc, bool avx2) {
   if (!default_fp_env()) {
@@ -261,16 +321,8 @@ template <class T> void add_range(const T* x, u64 n, ExactSum& acc, bool avx2) {
     return;
   }
   u64 i = 0;
-  for (; i + kChunk <= n; i += kChunk) {
-#if XR_OMP_EXACT_X86
-    if (avx2) {
-      chunk_avx2(x + i, acc);
-      continue;
-    }
-#endif
-    (void)avx2;
-    chunk_portable(x + i, acc);
-  }
+  u32 eb = 0;
+  for (; i + kChunk <= n; i += kChunk) add_chunk(x + i, eb, acc, avx2);
   acc.add(x + i, static_cast<std::size_t>(n - i));
 }
 
