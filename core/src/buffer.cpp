@@ -106,6 +106,9 @@ template <class T> T special_integer(const ElementRandom& rng, std::uint64_t i, 
 }
 
 constexpr double kCancelMagnitude = 1048576.0;  // 2^20
+// Dist::Wide: binary exponents in [-top, top]; 2^996 is about 1e300; f32 stops at 2^96 (about
+// 8e28), so that a sum of 2^31 of them stays finite.
+constexpr int kWideTop64 = 996, kWideTop32 = 96;
 // Few enough factors of 2 and 1/2 that no partial product over- or underflows a float in any
 // order; integer products wrap, which is order-independent anyway.
 constexpr std::uint64_t kProductTwos = 40, kProductHalves = 30;
@@ -139,6 +142,17 @@ template <class T> T element(Dist dist, const ElementRandom& rng, std::uint64_t 
     case Dist::Special:
       if constexpr (is_fp) return special_float<T>(rng, i, n, uniform(0));
       else return special_integer<T>(rng, i, uniform(0));
+    case Dist::Wide: {
+      const double sign = (rng.bits(i, 2) & 1) ? 1.0 : -1.0;
+      if constexpr (is_fp) {
+        constexpr int top = sizeof(T) == 4 ? kWideTop32 : kWideTop64;
+        const int e = static_cast<int>(rng.bits(i, 0) % (2 * top + 1)) - top;
+        return static_cast<T>(sign * std::ldexp(1.0 + rng.unit(i, 1), e));
+      } else {
+        const auto k = static_cast<int>(rng.bits(i, 0) % (8 * sizeof(T) - 1));
+        return static_cast<T>(static_cast<std::int64_t>(sign) * (std::int64_t{1} << k));
+      }
+    }
     case Dist::ExactProduct: break;
   }
   const std::uint64_t stride = n / 64 > 2 ? n / 64 : 3;

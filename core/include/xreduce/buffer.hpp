@@ -48,13 +48,17 @@ XR_API std::uint64_t host_memory_bytes();
 //                  subnormals, 2 one largest finite value of either sign with zeros and
 //                  subnormals, 3 zeros, subnormals and smallest normals alone, 4 -0 alone.
 //                  Integers: the type's limits, 0 and +-1. Every op has one result in any order.
+//   wide           magnitudes spread evenly over the exponents of the range, random signs:
+//                  f64 from 1e-300 to 1e300, f32 from 1e-29 to 1e29 (the dynamic range that
+//                  exact sums find hardest); integers +-2^k, k evenly over the type's bits
 #define XR_DISTS(X)                    \
   X(Uniform, "uniform")                \
   X(Normal, "normal")                  \
   X(Ones, "ones")                      \
   X(Cancel, "cancel")                  \
   X(ExactProduct, "exact_product")     \
-  X(Special, "special")
+  X(Special, "special")                \
+  X(Wide, "wide")
 
 #define XR_ENUMERATOR(e, ...) e,
 enum class Dist : std::uint8_t { XR_DISTS(XR_ENUMERATOR) };
