@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build, tests and benchmarks on a machine with an NVIDIA GPU; full logs under $OUT (at most 8
 # files), a short summary last.
-# Stages (default all): build test ladder sweep layouts opencl exact host mpi
+# Stages (default all but check): build test ladder sweep layouts opencl exact host mpi;
+# check runs reduce_cli check --full (about 10 minutes)
 # Kernel comparisons (opencl, exact) use --host-path resident: the input is copied once and the
 # kernels are timed; the host stage measures the streamed host path end to end.
 #   bash bench/gpu_run.sh [stages]      (nvcc and nvidia-smi on the PATH; see bench/README.md)
@@ -86,17 +87,36 @@ if has opencl; then
 fi
 
 if has exact; then
-  # Plain auto then exact auto on the same data, per backend: the exact/plain ratio.
-  for t in f32 f64; do
-    for b in cuda opencl omp; do
-      n=2^28
-      [[ $b == omp ]] && n=2^27
-      "$cli" -b "$b" --host-path resident --type "$t" --n "$n" --repeat 20 --warmup 3 >>"$OUT/exact.txt" 2>&1
-      "$cli" -b "$b" --host-path resident --exact --type "$t" --n "$n" --repeat 20 --warmup 3 >>"$OUT/exact.txt" 2>&1
-      echo "exit $?" >>"$OUT/exact.txt"
+  # Plain auto then exact auto on the same data, per backend and device, 3 rounds: the exact/plain
+  # rate ratio (GPUs at 2^28, the 16-core host's PoCL and OpenMP at 2^27), then the same for
+  # f64 of a wide dynamic range (--dist wide: 1e-300 to 1e300).
+  rows=("cuda:-b cuda:2^28" "opencl-nvidia:-b opencl --device NVIDIA:2^28"
+        "opencl-pocl:-b opencl --device Portable:2^27" "omp:-b omp:2^27")
+  rate() { "$cli" --host-path resident --repeat 15 --warmup 3 "$@" 2>&1 | awk '/ auto:/ {print $(NF-1); exit}'; }
+  for round in 1 2 3; do
+    for t in f32 f64; do
+      for row in "${rows[@]}"; do
+        IFS=: read -r name flags n <<<"$row"
+        # shellcheck disable=SC2086
+        p=$(rate $flags --type "$t" --n "$n"); e=$(rate $flags --exact --type "$t" --n "$n")
+        echo "exact $name $t n=$n plain_GBs=$p exact_GBs=$e ratio=$(awk -v p="$p" -v e="$e" 'BEGIN{if (p > 0) printf "%.3f", e / p}')" | tee -a "$OUT/exact.txt"
+      done
     done
   done
+  for row in "${rows[@]}"; do
+    IFS=: read -r name flags n <<<"$row"
+    # shellcheck disable=SC2086
+    p=$(rate $flags --type f64 --dist wide --n "$n"); e=$(rate $flags --exact --type f64 --dist wide --n "$n")
+    echo "exact-wide $name f64 n=$n plain_GBs=$p exact_GBs=$e ratio=$(awk -v p="$p" -v e="$e" 'BEGIN{if (p > 0) printf "%.3f", e / p}')" | tee -a "$OUT/exact.txt"
+  done
   cat "$OUT/exact.txt" >>"$summary"
+fi
+if has check; then
+  # The conformance matrix with its large sizes, timed.
+  start=$(date +%s)
+  "$cli" check --full --json "$OUT/check.json" >"$OUT/check.txt" 2>&1
+  echo "exit $? after $(($(date +%s) - start)) s" >>"$OUT/check.txt"
+  cat "$OUT/check.txt" >>"$summary"
 fi
 if has host; then
   # The streamed host path: end-to-end rates against the link, fill and file-read rates.
