@@ -285,7 +285,7 @@ inline void runs_step(step_vec v, int thr, int masked, XR_SIGMA_PARAM lane_vec* 
 // and passes again with a higher window when it is not. A block adds every element at first, as
 // if none were a miss; if one is (rare: 2^-17 of uniform f32 data), the lanes go back to where
 // the block began and the block is added again without its misses. That saves the mask on
-// every element (a sixth of the work of an f64 step).
+// every element.
 inline uint runs_pass(__global const elem_t* x, uint steps, uint top_w, lane_vec* p, lane_vec* q,
                       ulong* miss_blocks) {
   const int thr = (int)window_thr(top_w);
@@ -392,7 +392,7 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
   // is flushed, the elements below the window (zeros and subnormals among them) go digit by
   // digit, and a top more than 8 binades below W lowers W for the next chunk. A form that
   // found the top in a pass of its own read every chunk twice: 0.56x of the plain sum on PoCL
-  // on the 2-core machine, against 0.9x and more in one pass (docs/performance.md).
+  // on the 2-core machine, against 0.95-1.01x in one pass (docs/performance.md).
   const ulong items = get_global_size(0);
   const ulong run = (n + items * XR_CHUNK - 1) / (items * XR_CHUNK) * XR_CHUNK;
   const ulong run_end = min(n, get_global_id(0) * run + run);

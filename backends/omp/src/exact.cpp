@@ -25,8 +25,8 @@
 // Both arguments hold for every element whose exponent is at most eb, whatever the chunk's own
 // top: that is why the pass may start from the window of the chunk before, and why only a rise
 // above it forces a second pass. A two-pass form (the top first, then the sums) read every
-// chunk twice and ran at 0.80x (f32) and 0.71x (f64) of the plain sum on 2 threads
-// (docs/performance.md, "Exact sums in one pass").
+// chunk twice and ran at 0.66x (f32) and 0.68x (f64) of the plain sum on the 2-core EPYC
+// machine, 2^27 elements (docs/performance.md, "Exact sums in one pass").
 // Rounding to nearest and no flush-to-zero are required: a thread that finds another floating-
 // point environment uses ExactSum::add for everything.
 #include "exact.hpp"
