@@ -577,14 +577,19 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
       }
       count += XR_PER_ITEM;
     }
-    // The rare elements, through one copy of the digit code (no dynamic indexing of v).
-    for (int k = 0; miss != 0; ++k, miss >>= 1) {
-      if (!(miss & 1u)) continue;
-      elem_t x = v[0];
+    // The rare elements, through one copy of the digit code, read again from global memory
+    // (a cache hit). Picking them out of v instead (a chain of selects on k) made the compiler
+    // keep v in local memory: NVIDIA's OpenCL gave the f64 kernel a 64-byte stack frame, stored
+    // every tile there and ran at 0.64x of the plain sum (docs/performance.md).
+    // Packs past the end (zeros in v) are no elements.
+    uint valid_bits = 0;
 #pragma unroll
-      for (int e = 1; e < XR_PER_ITEM; ++e) x = k == e ? v[e] : x;
-      add_one(L, &flags, x);
-    }
+    for (int u = 0; u < XR_PACKS; ++u) valid_bits |= (uint)valid[u] << (u * XR_PER_PACK);
+    miss &= valid_bits * ((1u << XR_PER_PACK) - 1u);
+    __global const elem_t* tile_elems = (__global const elem_t*)packs;
+    for (int k = 0; miss != 0; ++k, miss >>= 1)
+      if (miss & 1u)
+        add_one(L, &flags, tile_elems[(base + lid + (ulong)(k / XR_PER_PACK) * lsize) * XR_PER_PACK + k % XR_PER_PACK]);
   }
   if (have && count > 0) FLUSH();
 #endif
