@@ -11,6 +11,7 @@
 //   XR_K       elements each work-item reduces per tile before the tree; 0: kernel argument k
 //   XR_CONTIG  1: work-item lid reads elements lid*K .. lid*K+K-1 of a tile (CPUs); 0: lid, lid+L, ...
 //   XR_VEC     0: tiles as below; W > 0: contiguous runs (CPUs), K / W accumulators of W lanes
+//   XR_PACK    0: tiles of elements; W > 0: tiles of 16-byte packs of W elements (GPUs)
 //   XR_TREE    0 interleaved addressing (lid % (2s)), 1 sequential addressing
 //   XR_FINISH  0 store one partial per work-group, 1 atom_add, 2 atom_min, 3 atom_max
 //
@@ -33,6 +34,9 @@
 #endif
 #ifndef XR_VEC
 #define XR_VEC 0
+#endif
+#ifndef XR_PACK
+#define XR_PACK 0
 #endif
 
 #if XR_FP64
@@ -92,6 +96,11 @@ XR_DEFINE_OP(xr_op, acc_t, )
 typedef XR_CAT(XR_ACC_T, XR_VEC) acc_vec_t;
 XR_DEFINE_OP(xr_op_vec, acc_vec_t, XR_VEC)
 #endif
+#if XR_PACK
+typedef XR_CAT(XR_IN_T, XR_PACK) in_pack_t;
+typedef XR_CAT(XR_ACC_T, XR_PACK) acc_pack_t;
+XR_DEFINE_OP(xr_op_pack, acc_pack_t, XR_PACK)
+#endif
 
 __kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global acc_t* out,
                         __local acc_t* scratch, uint k_arg) {
@@ -129,6 +138,42 @@ __kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global
   XR_CAT(vstore, XR_VEC)(acc_v[0], 0, lanes);
 #pragma unroll
   for (uint j = 0; j < XR_VEC; ++j) acc = xr_op(acc, lanes[j]);
+#elif XR_PACK
+  // Tiles of K * L 16-byte packs from the first 16-byte boundary: work-item lid reads packs lid,
+  // lid + L, ... (coalesced, K loads of 16 bytes in flight) into K pack accumulators. The
+  // elements before the boundary and after the last whole pack go to work-group 0, one by one.
+  const ulong head = min(n, (ulong)(((16 - ((ulong)(size_t)in & 15)) & 15) / sizeof(in_t)));
+  const ulong npacks = (n - head) / XR_PACK;
+  const ulong tail = head + npacks * XR_PACK;
+  __global const in_pack_t* packs = (__global const in_pack_t*)(in + head);
+  acc_pack_t acc_p[XR_K];
+#pragma unroll
+  for (uint j = 0; j < XR_K; ++j) acc_p[j] = (acc_pack_t)(XR_IDENTITY);
+  const ulong ptile = (ulong)L * XR_K;
+  const ulong nptiles = (npacks + ptile - 1) / ptile;
+  for (ulong t = get_group_id(0); t < nptiles; t += get_num_groups(0)) {
+    const ulong base = t * ptile + lid;
+    if ((t + 1) * ptile <= npacks) {
+#pragma unroll
+      for (uint j = 0; j < XR_K; ++j)
+        acc_p[j] = xr_op_pack(acc_p[j], XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_PACK))(packs[base + (ulong)j * L]));
+    } else {
+#pragma unroll
+      for (uint j = 0; j < XR_K; ++j) {
+        const ulong p = base + (ulong)j * L;
+        if (p < npacks) acc_p[j] = xr_op_pack(acc_p[j], XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_PACK))(packs[p]));
+      }
+    }
+  }
+#pragma unroll
+  for (uint j = 1; j < XR_K; ++j) acc_p[0] = xr_op_pack(acc_p[0], acc_p[j]);
+  acc_t lanes[XR_PACK];
+  XR_CAT(vstore, XR_PACK)(acc_p[0], 0, lanes);
+  acc_t acc = lanes[0];
+#pragma unroll
+  for (uint j = 1; j < XR_PACK; ++j) acc = xr_op(acc, lanes[j]);
+  if (get_group_id(0) == 0)
+    for (ulong i = lid; i < head + (n - tail); i += L) acc = xr_op(acc, (acc_t)in[i < head ? i : tail + (i - head)]);
 #elif XR_K > 0
   // K independent accumulators: the loads of a tile and their operations do not wait on one
   // another (more loads in flight on a GPU, SIMD lanes on a CPU).

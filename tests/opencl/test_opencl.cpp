@@ -134,7 +134,7 @@ TEST_CASE("cl_mem API: offset, range checks, queues with and without profiling")
     DeviceBuffer bi(t, xi), bf(t, xf);
     const std::uint64_t off = 37, n = 4321;
     for (cl_command_queue q : {t.queue, t.plain_queue}) {
-      for (const char* rung : {"naive", "coarse4", "auto"}) {
+      for (const char* rung : {"naive", "coarse4", "vector", "auto"}) {
         CAPTURE(rung);
         RunOptions o;
         o.kernel = rung;

@@ -142,6 +142,9 @@ struct Rung {
   // > 0: one contiguous run per work-item, read with vload<vector_width> into k / vector_width
   // vector accumulators (XR_VEC; the CPU shape), with its own grid and work-group size.
   unsigned vector_width = 0;
+  // Tiles of 16-byte packs (XR_PACK: int4, float4, long2, double2) instead of elements: K
+  // coalesced 16-byte loads in flight per work-item (the GPU shape of the vector rung).
+  bool packed = false;
 };
 
 std::vector<Rung> rung_table(const DeviceCaps& caps);
@@ -154,7 +157,9 @@ Finish atomic_finish(const DeviceCaps& caps, Op op, DType acc);
 std::string type_options(DType in, DType acc);
 // The -D options of reduce.cl.
 std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, Finish finish,
-                            bool contiguous = false, unsigned vector_width = 0);
+                            bool contiguous = false, unsigned vector_width = 0, bool packed = false);
+// Elements of one 16-byte pack of type t (XR_PACK).
+constexpr unsigned pack_elements(DType t) { return static_cast<unsigned>(16 / size_of(t)); }
 // program_options for one rung on one device.
 std::string rung_program_options(const Rung& rung, const DeviceCaps& caps, DType in, DType acc, Op op, Finish finish);
 // Every distinct (options) that some rung x op x type x accumulator of this device builds,

@@ -54,6 +54,13 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
                    Tree::Sequential, policy::kRunsVectorWidth * policy::kRunsAccumulators, true);
   runs.contiguous_on_cpu = false;
   runs.vector_width = policy::kRunsVectorWidth;
+  Rung vector = rung("vector",
+                     "16-byte loads (int4, float4, long2, double2), " + std::to_string(policy::kVectorPacks) +
+                         " per work-item in flight, on cascade's grid: fewer, wider loads; the misaligned head "
+                         "and the tail go to one work-group",
+                     Tree::Sequential, policy::kVectorPacks, true);
+  vector.contiguous_on_cpu = false;
+  vector.packed = true;
   std::vector<Rung> table = {
       rung("naive",
            "interleaved tree (lid % 2s) in local memory, one element per work-item (the OpenCL "
@@ -86,6 +93,7 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
            "(K = " + std::to_string(policy::kCascadeKGpu) + " coalesced on GPUs, " +
                std::to_string(policy::kCascadeKCpu) + " neighbours on CPUs): few partials; longer chains per work-item",
            Tree::Sequential, cascade_k, true),
+      vector,
       runs,
   };
   const std::string auto_name = auto_rung_name(caps);
@@ -152,16 +160,18 @@ std::string type_options(DType in, DType acc) {
 }
 
 std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, Finish finish, bool contiguous,
-                            unsigned vector_width) {
+                            unsigned vector_width, bool packed) {
   const std::string identity = visit_dtype(acc, [&](auto t) { return opencl_literal(xr::identity<decltype(t)>(op)); });
   return "-cl-std=CL1.2" + type_options(in, acc) + " -DXR_OP_" + upper(to_string(op)) + " -DXR_IDENTITY=" + identity +
          " -DXR_K=" + std::to_string(k) + " -DXR_TREE=" + std::to_string(static_cast<int>(tree)) +
          " -DXR_FINISH=" + std::to_string(static_cast<int>(finish)) + (contiguous ? " -DXR_CONTIG=1" : "") +
-         (vector_width ? " -DXR_VEC=" + std::to_string(vector_width) : "");
+         (vector_width ? " -DXR_VEC=" + std::to_string(vector_width) : "") +
+         (packed ? " -DXR_PACK=" + std::to_string(pack_elements(in)) : "");
 }
 
 std::string rung_program_options(const Rung& rung, const DeviceCaps& caps, DType in, DType acc, Op op, Finish finish) {
-  return program_options(in, acc, op, rung.k, rung.tree, finish, rung.contiguous(caps), rung.vector_width);
+  return program_options(in, acc, op, rung.k, rung.tree, finish, rung.contiguous(caps), rung.vector_width,
+                         rung.packed);
 }
 
 std::vector<std::string> all_program_options(const DeviceCaps& caps) {
@@ -398,16 +408,20 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   // element per tile, then K - 1 combines (compile-time K); one accumulator (run-time K).
   // Vector runs: K / W vector accumulators of `tiles_each` steps combined in K / W - 1 steps,
   // beside a ragged end of at most K - 1 elements, then W lanes added one by one.
+  // Packs: K pack accumulators of W lanes over `tiles_each` tiles, K - 1 combines, W - 1 lane
+  // combines, and in work-group 0 at most 2W head and tail elements.
   auto chain = [&](std::uint64_t tiles_each) -> std::uint64_t {
     if (rung.vector_width)
       return std::max<std::uint64_t>(tiles_each + k / rung.vector_width - 1, k - 1) + rung.vector_width;
+    if (rung.packed) return tiles_each + k - 1 + 3 * pack_elements(rq.type);
     return rung.k ? tiles_each + k - 1 : tiles_each * k;
   };
+  const std::uint64_t per_item = rung.packed ? std::uint64_t{k} * pack_elements(rq.type) : k;
   std::vector<Pass> passes;
   std::uint64_t depth = 0;
   std::uint64_t scratch_elems[2] = {0, 0};
   {
-    const std::uint64_t tiles = ceil_div(rq.n, std::uint64_t{local} * k);
+    const std::uint64_t tiles = ceil_div(rq.n, std::uint64_t{local} * per_item);
     std::uint64_t groups = rung.fixed_grid ? rung_grid(rung, caps, local) : tiles;
     if (opt.grid_size) groups = opt.grid_size;
     groups = std::clamp<std::uint64_t>(groups, 1, std::min(tiles, max_groups(local)));

@@ -22,6 +22,8 @@ constexpr std::uint64_t kCpuGroupsPerComputeUnit = 4;
 // K neighbouring elements on a CPU (XR_CONTIG, one SIMD load per tile).
 constexpr unsigned kCascadeKGpu = 8;
 constexpr unsigned kCascadeKCpu = 32;
+// The vector rung's 16-byte packs per work-item per tile (64 bytes in flight, as CUDA's vector).
+constexpr unsigned kVectorPacks = 4;
 
 // The vector_runs rung (CPU devices): work-groups of kRunsWorkGroup work-items,
 // kRunsGroupsPerComputeUnit of them per compute unit, each work-item reading its run with
