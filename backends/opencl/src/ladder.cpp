@@ -56,8 +56,9 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
   runs.vector_width = policy::kRunsVectorWidth;
   Rung vector = rung("vector",
                      "16-byte loads (int4, float4, long2, double2), " + std::to_string(policy::kVectorPacks) +
-                         " per work-item in flight, on cascade's grid: fewer, wider loads; the misaligned head "
-                         "and the tail go to one work-group",
+                         " per work-item in flight, on cascade's grid: fewer, wider loads; no faster than "
+                         "coarse's 16 scalar loads in flight on an H100, and the misaligned head and the tail "
+                         "go to one work-group",
                      Tree::Sequential, policy::kVectorPacks, true);
   vector.contiguous_on_cpu = false;
   vector.packed = true;
@@ -110,10 +111,10 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
 
 std::vector<Rung> rung_table(const DeviceCaps& caps) {
   std::vector<Rung> table = plain_rung_table(caps);
-  // Exact mode (RunOptions::exact, f32/f64 sums): the grid-stride rungs run kernels_cl/exact.cl,
-  // any work-group size and grid.
+  // Exact mode (RunOptions::exact, f32/f64 sums): the grid-stride rungs and auto run
+  // kernels_cl/exact.cl, any work-group size and grid.
   for (auto& r : table)
-    if (r.fixed_grid) r.info.exact = true;
+    if (r.fixed_grid || r.info.kind == KernelKind::Auto) r.info.exact = true;
   return table;
 }
 

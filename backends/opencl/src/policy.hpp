@@ -9,8 +9,7 @@
 namespace xr::opencl::detail::policy {
 
 // Work-items of a work-group when RunOptions::block_size is 0 (lowered to what the kernel and
-// the device allow). With it, auto (cascade, K = kCascadeKGpu, kGpuWorkItemsPerComputeUnit)
-// reached 95% (i32) and 99% (f32) of CUDA's auto on 2^28 elements on an H100.
+// the device allow).
 constexpr std::size_t kWorkGroup = 256;
 
 // The grid of the grid-stride rungs (cascade, auto): enough work-items to fill every compute
@@ -39,10 +38,13 @@ constexpr std::uint64_t kRunsGroupsPerComputeUnit = 4;
 constexpr unsigned kRunsVectorWidth = 16;
 constexpr unsigned kRunsAccumulators = 4;
 
-// The rung auto takes: cascade on GPUs; vector_runs on CPU devices (CL_DEVICE_TYPE_CPU), where
+// The rung auto takes: coarse on GPUs; vector_runs on CPU devices (CL_DEVICE_TYPE_CPU), where
 // cascade's 256-item work-groups and local tree reached 0.22x of OpenMP's auto (2^24 f32,
 // PoCL on the 2-core machine) and 0.15x on a 16-core host, and vector_runs 1.17-2.01x (2^26).
-constexpr const char* kAutoRungGpu = "cascade";
+// On an H100 (NVIDIA's OpenCL, 2^28, the rungs round-robin in one process, 2 processes) coarse
+// read i32 at 2863-2869 GB/s, f32 at 2816-2829 and f64 at 2996-3003, against cascade's
+// 2685-2691, 2813-2824 and 2885-2889 and vector's 2815-2822, 2805-2807 and 2916-2923.
+constexpr const char* kAutoRungGpu = "coarse";
 constexpr const char* kAutoRungCpu = "vector_runs";
 
 // Elements per work-item of the `coarse` rung when RunOptions::coarsening is 0.
