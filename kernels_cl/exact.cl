@@ -26,11 +26,11 @@
 //   f32: a float is an exact double; at most 2048 floats with biased exponents in
 //        [max(W-18, 1), W] sum to a multiple of 2^(max(W-18,1) - 150) below 2^(W - 126 + 11):
 //        at most 53 bits, exact (or, XR_F32_INT, the same integer in a long);
-//   f64: sigma = 1.5 * 2^(E + 12), E = max(W,1) - 1023: h = (v + sigma) - sigma is v rounded
-//        to a multiple of 2^(E - 40), r = v - h is exact; 1024 h's and 1024 r's of elements
-//        at most 32 binades below W sum exactly (Rump's extraction; FP_CONTRACT off, round to
+//   f64: sigma = 1.5 * 2^(E + 13), E = max(W,1) - 1023: h = (v + sigma) - sigma is v rounded
+//        to a multiple of 2^(E - 39), r = v - h is exact; 2048 h's and 2048 r's of elements
+//        at most 30 binades below W sum exactly (Rump's extraction; FP_CONTRACT off, round to
 //        nearest).
-// Before a sum could stop being exact (2048 / 1024 terms, or the window moves) the work-item
+// Before a sum could stop being exact (2048 terms, or the window moves) the work-item
 // converts it to an integer on the window's grid and adds it, as three 32-bit digits, to the
 // work-group's carry-save superaccumulator in local memory (atomics). Everything else goes
 // digit by digit (ExactSum's split): elements below the window (f32 subnormals and zeros
@@ -181,17 +181,17 @@ inline void add_one(__local limb_word* L, uint* flags, double x) {
 // The window: a sum takes at most 2^XR_LOG2_TERMS terms from XR_WINDOW binades below its top W.
 // f32: 2^k floats from w binades sum exactly in a double when k + w + 24 <= 53. f64: Rump's
 // sigma = 1.5 * 2^(E + 2 + k) makes 2^k high parts exact and 2^k low parts too when
-// w <= 52 - 2k; sigma is finite for W <= 2046 - 2 - k. The f32 tiles take 2^11 terms from 18
-// binades: every flush is local atomics that all work-items of a group make at about the same
-// time, and fewer flushes cost less (the misses below 18 binades stay rare). The runs (XR_RUNS)
-// keep their lanes in a CPU's vector registers: 16 f32 lanes of 2^10, 8 pairs of f64 lanes of
-// 2^11.
+// w <= 52 - 2k; sigma is finite for W <= 2046 - 2 - k. The tiles take 2^11 terms (f32 from 18
+// binades, f64 from 30): every flush is local atomics that all work-items of a group make at
+// about the same time, and fewer flushes cost less (the misses below the window stay rare).
+// The runs (XR_RUNS) keep their lanes in a CPU's vector registers: 16 f32 lanes of 2^10, 8
+// pairs of f64 lanes of 2^11.
 #if !XR_FP64
 #define XR_LOG2_TERMS (XR_RUNS ? 10 : 11)
 #define XR_WINDOW (53 - 24 - XR_LOG2_TERMS)
 #define XR_MAX_TOP 254u
 #else
-#define XR_LOG2_TERMS (XR_RUNS ? 11 : 10)
+#define XR_LOG2_TERMS 11
 #define XR_WINDOW (52 - 2 * XR_LOG2_TERMS)
 #define XR_MAX_TOP (2046u - 2u - XR_LOG2_TERMS)
 #endif
