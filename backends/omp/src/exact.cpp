@@ -122,64 +122,54 @@ struct Pass {
 
 // ---- portable front end (plain C++, lanes the compiler may vectorise) ----
 
-Pass pass_portable(const float* x, u32 eb, double* lanes) {
-  const u32 thr = threshold(eb, float{});
-  u32 mx[kLanes32] = {};
-  double s[kLanes32] = {};
+// The pass both types share: Lanes lanes of elements, per element its |bits| for the top and
+// whether it lies in the window; add(j, v) sums v (0 for a miss) into lane j.
+template <class T, int Lanes, class Add> Pass portable_pass(const T* x, u32 eb, Add add) {
+  using L = Layout<T>;
+  const auto thr = threshold(eb, T{});
+  typename L::Bits mx[Lanes] = {};
   u32 blocks = 0;
   for (u64 blk = 0; blk < kChunk / kBlock; ++blk) {
-    const float* xb = x + blk * kBlock;
+    const T* xb = x + blk * kBlock;
     u32 miss = 0;
-    for (u64 i = 0; i < kBlock; i += kLanes32) {
-      __builtin_prefetch(xb + i + kPrefetchBytes / 4);
-      __builtin_prefetch(xb + i + kPrefetchBytes / 4 + 16);
-      for (int j = 0; j < kLanes32; ++j) {
-        u32 b;
+    for (u64 i = 0; i < kBlock; i += Lanes) {
+      static_assert(Lanes * sizeof(T) == 128, "two cache lines a step");
+      __builtin_prefetch(xb + i + kPrefetchBytes / sizeof(T));
+      __builtin_prefetch(xb + i + (kPrefetchBytes + 64) / sizeof(T));
+      for (int j = 0; j < Lanes; ++j) {
+        typename L::Bits b;
         std::memcpy(&b, xb + i + j, sizeof b);
-        const u32 a = b & kAbs32;
+        const auto a = b & L::kAbs;
         mx[j] = std::max(mx[j], a);
         const bool keep = a >= thr;
         miss |= !keep;
-        s[j] += keep ? static_cast<double>(xb[i + j]) : 0.0;
+        add(j, keep ? xb[i + j] : T(0));
       }
     }
     blocks |= miss << blk;
   }
+  return {L::top(*std::max_element(mx, mx + Lanes)), blocks};
+}
+
+Pass pass_portable(const float* x, u32 eb, double* lanes) {
+  double s[kLanes32] = {};
+  const Pass p = portable_pass<float, kLanes32>(x, eb, [&](int j, float v) { s[j] += static_cast<double>(v); });
   std::copy(s, s + kLanes32, lanes);
-  return {Layout<float>::top(*std::max_element(mx, mx + kLanes32)), blocks};
+  return p;
 }
 
 Pass pass_portable(const double* x, u32 eb, double* lanes) {
-  const u64 thr = threshold(eb, double{});
   const double sigma = sigma64(eb);
-  u64 mx[kLanes64] = {};
   double hi[kLanes64] = {}, lo[kLanes64] = {};
-  u32 blocks = 0;
   // No -ffast-math in this library, so (v + sigma) - sigma is evaluated as written.
-  for (u64 blk = 0; blk < kChunk / kBlock; ++blk) {
-    const double* xb = x + blk * kBlock;
-    u32 miss = 0;
-    for (u64 i = 0; i < kBlock; i += kLanes64) {
-      __builtin_prefetch(xb + i + kPrefetchBytes / 8);
-      __builtin_prefetch(xb + i + kPrefetchBytes / 8 + 8);
-      for (int j = 0; j < kLanes64; ++j) {
-        u64 b;
-        std::memcpy(&b, xb + i + j, sizeof b);
-        const u64 a = b & kAbs64;
-        mx[j] = std::max(mx[j], a);
-        const bool keep = a >= thr;
-        miss |= !keep;
-        const double v = keep ? xb[i + j] : 0.0;
-        const double h = (v + sigma) - sigma;
-        hi[j] += h;
-        lo[j] += v - h;
-      }
-    }
-    blocks |= miss << blk;
-  }
+  const Pass p = portable_pass<double, kLanes64>(x, eb, [&](int j, double v) {
+    const double h = (v + sigma) - sigma;
+    hi[j] += h;
+    lo[j] += v - h;
+  });
   std::copy(hi, hi + kLanes64, lanes);
   std::copy(lo, lo + kLanes64, lanes + kLanes64);
-  return {Layout<double>::top(*std::max_element(mx, mx + kLanes64)), blocks};
+  return p;
 }
 
 // ---- AVX2 front end (the same sums, lane for lane: identical results by exactness) ----
