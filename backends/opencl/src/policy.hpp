@@ -12,7 +12,7 @@ namespace xr::opencl::detail::policy {
 // the device allow).
 constexpr std::size_t kWorkGroup = 256;
 
-// The grid of the grid-stride rungs (cascade, auto): enough work-items to fill every compute
+// The grid of the grid-stride rungs (cascade, vector): enough work-items to fill every compute
 // unit of a GPU, a few work-groups per compute unit of a CPU (one work-group runs on one core).
 constexpr std::uint64_t kGpuWorkItemsPerComputeUnit = 2048;
 constexpr std::uint64_t kCpuGroupsPerComputeUnit = 4;
