@@ -255,8 +255,8 @@ inline uint max_key(int8 k) {
 #define XR_SIGMA_ARG
 #endif
 // The lines 2 KiB ahead are asked for while a step is summed: without it the hardware's own
-// prefetcher fell behind the pass on PoCL (2-core EPYC, 2^27 f32: 0.75x of the plain sum without,
-// 0.91-1.00x with), as in the OpenMP front end. Where the compiler has no __builtin_prefetch
+// prefetcher fell behind the pass on PoCL (2-core EPYC, 2^27 f32: 0.75-0.77x of the plain sum
+// without, 0.86-0.95x with), as in the OpenMP front end. Where the compiler has no __builtin_prefetch
 // (not clang) it is left out.
 #define XR_PREFETCH_ELEMS (2048 / sizeof(elem_t))
 #if defined(__has_builtin)
