@@ -20,6 +20,7 @@
 #include "cli_common.hpp"
 #include "distributed.hpp"
 #include "plot.hpp"
+#include "segmented.hpp"
 #include "table.hpp"
 #include "xreduce/xreduce.hpp"
 
@@ -58,6 +59,9 @@ struct Args {
   std::string share = "1";  // under mpirun: this rank's weight in the split of the input
   bool share_given = false;
   std::string plot;  // --plot FILE: the ladder drawn by plot.py (with --kernel all)
+  // Segmented reductions (segmented.hpp).
+  std::string shape, stride, order = "c", axis = "1", segments, seg_len, seg_dist, offsets, save_result;
+  bool axis_given = false;
 };
 
 // A streamed source that shows "label: 1.2 GiB of 4.0 GiB (30%)" at most five times a second.
@@ -173,6 +177,9 @@ class App {
                              ? HostPath::Resident
                              : HostPath::Stream;
     op_ = parse_op(args_.op);
+    if (segmented_requested(args_.shape, args_.segments, args_.offsets, args_.axis_given)) return segmented();
+    if (!args_.save_result.empty()) throw InvalidArgument("--save-result writes the values of a segmented reduction "
+                                                          "(--shape, --segments, --offsets or --axis)");
     load_input();
     if (options_.chunk_elements) chunk_elements(options_, size_of(type_), 3);  // its limits, before any run
     if (args_.kernel != "list") {
@@ -318,6 +325,35 @@ class App {
     }
   }
   std::string source_;
+
+  int segmented() {
+    if (!args_.save.empty() || !args_.plot.empty() || args_.n_given)
+      throw InvalidArgument("a segmented reduction takes its size from --shape, --segments or --offsets; --n, --save "
+                            "and --plot are for whole-array reductions");
+    SegmentedArgs s;
+    s.backends = selected_backends();
+    s.backend_named = args_.backend != "all";
+    s.device.platform = platform_;
+    s.device.device = args_.device;
+    s.options = options_;
+    s.op = op_;
+    if (args_.type) s.type = parse_dtype(*args_.type);
+    s.dist = parse_dist(args_.dist);
+    s.seed = seed_;
+    s.input = args_.input;
+    s.format = parse_file_format(args_.format);
+    s.shape = args_.shape;
+    s.stride = args_.stride;
+    s.order = args_.order;
+    s.axis = args_.axis;
+    s.segments = args_.segments;
+    s.seg_len = args_.seg_len;
+    s.seg_dist = args_.seg_dist;
+    s.offsets = args_.offsets;
+    s.save_result = args_.save_result;
+    s.json = args_.json;
+    return run_segmented(s);
+  }
 
   std::vector<std::string> selected_backends() const {
     if (args_.backend == "all") return backend_names();
@@ -530,6 +566,16 @@ int main(int argc, char** argv) {
                  "with --kernel all: draw the ladder into FILE (.png, .svg, .pdf) with plot.py (python3 and "
                  "matplotlib); XR_PLOT_SCRIPT overrides where plot.py is");
   cli.add_flag("--list", a.list, "list backends and devices, and why any is unavailable");
+  cli.add_option("--shape", a.shape, "segmented: generate a ROWSxCOLS array (1024x1024, 2^16x1024) and reduce --axis");
+  cli.add_option("--stride", a.stride, "segmented: elements from one row (C) or column (Fortran) to the next");
+  cli.add_option("--order", a.order, "segmented: the generated array's order, c or fortran")->capture_default_str();
+  cli.add_option("--axis", a.axis, "segmented: 1 reduces each row, 0 each column (also of a 2-D .npy --input)")
+      ->capture_default_str();
+  cli.add_option("--segments", a.segments, "segmented: this many segments of 1-D data, lengths by --seg-len or --seg-dist");
+  cli.add_option("--seg-len", a.seg_len, "segmented: every segment's length");
+  cli.add_option("--seg-dist", a.seg_dist, "segmented: lengths from uniform:A:B or lognormal:MEAN[:MAX] (seeded by --seed)");
+  cli.add_option("--offsets", a.offsets, "segmented: n_segments + 1 int64 offsets from FILE (.npy '<i8' or raw)");
+  cli.add_option("--save-result", a.save_result, "segmented: write the values of the first run to FILE.npy");
   refuse_empty_values(cli);
   // Under mpirun every rank reads its own command line: a rank's mistake is agreed on, so that
   // every rank stops with it.
@@ -539,6 +585,7 @@ int main(int argc, char** argv) {
     cli.parse(argc, argv);
     a.n_given = cli.count("--n") > 0;
     a.share_given = cli.count("--share") > 0;
+    a.axis_given = cli.count("--axis") > 0;
   } catch (const CLI::CallForHelp& e) {
     return cli.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

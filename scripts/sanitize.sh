@@ -28,7 +28,7 @@ asan() {
   ASAN_OPTIONS=detect_leaks=1:use_sigaltstack=0:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure \
-    -R '^(core|backends\.(omp|opencl)|threads\.(omp|opencl)|opencl|opencl_exact|exact_device|cli|plot|fuzz_inputs)$'
+    -R '^(core|backends\.(omp|opencl)|threads\.(omp|opencl)|segments\.(omp|opencl)|opencl|opencl_exact|opencl_segments|exact_device|cli|plot|fuzz_inputs)$'
 }
 
 tsan() {

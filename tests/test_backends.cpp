@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_suite.hpp"
 #include "xreduce/xreduce.hpp"
 
 using namespace xr;
@@ -369,25 +370,4 @@ TEST_CASE("streamed files: raw and .npy files equal the data in memory; a file t
   fs::remove_all(dir);
 }
 
-int main(int argc, char** argv) {
-  std::vector<char*> rest;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--xr-backend=", 13) == 0) g_backend = argv[i] + 13;
-    else if (std::strncmp(argv[i], "--xr-platform=", 14) == 0) g_options.platform = std::atoi(argv[i] + 14);
-    else if (std::strncmp(argv[i], "--xr-device=", 12) == 0) g_options.device = argv[i] + 12;
-    else rest.push_back(argv[i]);
-  }
-  try {
-    const BackendStatus s = backend_status(g_backend);
-    if (!s.usable) {
-      std::printf("SKIP %s: %s\n", g_backend.c_str(), s.reason.c_str());
-      return 77;
-    }
-    std::printf("backend %s on %s\n", g_backend.c_str(), make_reducer(g_backend, g_options)->device().c_str());
-  } catch (const Error& e) {
-    std::printf("SKIP %s: %s\n", g_backend.c_str(), e.what());
-    return 77;
-  }
-  doctest::Context context(static_cast<int>(rest.size()), rest.data());
-  return context.run();
-}
+int main(int argc, char** argv) { return xr_suite::run(argc, argv, g_backend, g_options); }

@@ -171,6 +171,8 @@ struct NpyHeader {
   std::string descr;
   std::uint64_t n = 1;
   std::uint64_t data_at = 0;
+  std::vector<std::uint64_t> shape;
+  bool fortran_order = false;
 };
 
 // The header dict, parsed as the Python literal it is: {'descr': '<f4', 'fortran_order':
@@ -192,8 +194,8 @@ class NpyDict {
       if (*seen) bad(quoted(key) + " twice");
       *seen = true;
       if (key == "descr") out.descr = string_literal("'descr' is not a string");
-      else if (key == "fortran_order") fortran_order();
-      else out.n = shape();
+      else if (key == "fortran_order") out.fortran_order = fortran_order();
+      else out.n = shape(out.shape);
       if (eat('}')) break;
       expect(',', "no ',' or '}' after the value of " + quoted(key));
     }
@@ -249,12 +251,13 @@ class NpyDict {
     while (pos_ < h_.size() && (std::isalnum(static_cast<unsigned char>(h_[pos_])) || h_[pos_] == '_')) ++pos_;
     return h_.substr(begin, pos_ - begin);
   }
-  void fortran_order() {
+  bool fortran_order() {
     const std::string_view w = word();
     if (w != "True" && w != "False") bad("'fortran_order' is not True or False");
+    return w == "True";
   }
   // A tuple of non-negative integers: (), (3,), (3, 4), (3, 4,). The product of the dimensions.
-  std::uint64_t shape() {
+  std::uint64_t shape(std::vector<std::uint64_t>& dims_out) {
     expect('(', "'shape' is not a tuple");
     const std::size_t open = pos_ - 1;
     std::uint64_t n = 1, dims = 0;
@@ -273,6 +276,7 @@ class NpyDict {
         fail(name_, ".npy shape too large: " + quoted(h_.substr(open, pos_ - open)) + "...");
       n *= dim;
       ++dims;
+      dims_out.push_back(dim);
       comma = eat(',');
     }
     if (dims == 1 && !comma) bad("'shape' (n) is no tuple; one dimension is written (n,)");
@@ -515,7 +519,7 @@ FileLayout inspect_regular(int fd, const std::string& name, std::uint64_t size, 
       const NpyHeader h = read_npy_header(r, name, size);
       check_type(h, type, name);
       check_npy_size(h, size, name);
-      return {FileFormat::Npy, h.type, h.n, h.data_at, size};
+      return {FileFormat::Npy, h.type, h.n, h.data_at, size, h.shape, h.fortran_order};
     }
     default: return raw_layout(name, size, type);
   }
@@ -605,9 +609,20 @@ void write_all(const std::string& path, const void* header, std::size_t header_b
 
 void save_raw(const std::string& path, HostArray data) { write_all(path, nullptr, 0, data); }
 
-void save_npy(const std::string& path, HostArray data) {
-  std::string dict = "{'descr': '" + std::string(type_info(data.type).npy) +
-                     "', 'fortran_order': False, 'shape': (" + std::to_string(data.n) + ",), }";
+void save_npy(const std::string& path, HostArray data, const std::vector<std::uint64_t>& shape, bool fortran_order) {
+  std::uint64_t product = 1;
+  std::string dims;
+  for (auto d : shape) {
+    product *= d;
+    dims += std::to_string(d) + ", ";
+  }
+  if (shape.empty()) dims = std::to_string(data.n) + ", ";
+  else if (product != data.n)
+    throw InvalidArgument("save_npy: a shape of " + std::to_string(product) + " elements for " + std::to_string(data.n));
+  if (shape.size() > 1) dims.erase(dims.size() - 2);  // (3, 4), but (3,)
+  else dims.pop_back();
+  std::string dict = "{'descr': '" + std::string(type_info(data.type).npy) + "', 'fortran_order': " +
+                     (fortran_order ? "True" : "False") + ", 'shape': (" + dims + "), }";
   // Version 1.0: magic, version, 2-byte length, dict padded with spaces to a 64-byte boundary.
   const std::size_t total = (10 + dict.size() + 1 + 63) / 64 * 64;
   dict.append(total - 10 - dict.size() - 1, ' ');

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -29,6 +30,12 @@ inline void check_launch(const char* kernel) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) throw_cuda(e, std::string("launch of ") + kernel);
 }
+
+// The device that owns `p`; DeviceError (cudaErrorInvalidValue) for host or unknown memory.
+// `what` names the pointer in the message ("input", "result").
+int device_of(const void* p, const char* what);
+// InvalidArgument unless `p` is aligned to `align` bytes.
+void require_aligned(const void* p, std::size_t align, const char* what);
 
 // Makes `device` current for its lifetime and restores the previous one.
 class DeviceGuard {

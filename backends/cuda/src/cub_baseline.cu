@@ -5,14 +5,11 @@
 // chosen by auto.
 #include <cub/device/device_reduce.cuh>
 
+#include "cub_op.cuh"
 #include "drivers.cuh"
 
 namespace xr::cuda::detail {
 namespace {
-
-template <class Acc, Op O> struct CubOp {
-  __host__ __device__ Acc operator()(const Acc& a, const Acc& b) const { return OpFn<O>::apply(a, b); }
-};
 
 struct Cub {
   static constexpr const char* name = "cub";

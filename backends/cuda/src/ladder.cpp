@@ -28,6 +28,34 @@ void throw_cuda(cudaError_t e, const std::string& what) {
                     static_cast<int>(e), error_name(e));
 }
 
+// ---- pointers ----------------------------------------------------------------------------
+
+namespace {
+std::string hex(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+}  // namespace
+
+int device_of(const void* p, const char* what) {
+  cudaPointerAttributes a{};
+  const cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (e != cudaSuccess) throw_cuda(e, std::string("cudaPointerGetAttributes on the ") + what + " pointer " + hex(p));
+  if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) return a.device;
+  const std::string kind = a.type == cudaMemoryTypeHost ? "page-locked host memory (cudaMemoryTypeHost)"
+                                                        : "not CUDA memory (cudaMemoryTypeUnregistered)";
+  throw DeviceError("cuda: the " + std::string(what) + " pointer " + hex(p) + " is " + kind +
+                        ", not device memory: cudaErrorInvalidValue",
+                    static_cast<int>(cudaErrorInvalidValue), "cudaErrorInvalidValue");
+}
+
+void require_aligned(const void* p, std::size_t align, const char* what) {
+  if (reinterpret_cast<std::uintptr_t>(p) % align != 0)
+    throw InvalidArgument("cuda: the " + std::string(what) + " pointer " + hex(p) + " is not aligned to " +
+                          std::to_string(align) + " bytes");
+}
+
 // ---- small helpers ---------------------------------------------------------------------
 
 u64 ceil_div(u64 a, u64 b) { return a / b + (a % b != 0); }

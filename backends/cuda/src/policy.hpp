@@ -55,4 +55,62 @@ constexpr std::uint64_t kChunkBytes = std::uint64_t{64} << 20;
 constexpr unsigned kDeviceSlots = 3;
 constexpr unsigned kStagingBuffers = 2;
 
+// ---- Segmented reductions (segments.cpp, kernels_cu/segments*.cuh) ----
+// Each constant follows from the reasoning it states. An H100 SXM streams 3.35 TB/s with about
+// 0.8 us of load latency: 3.35 TB/s x 0.8 us / 132 SMs is about 20 KiB that each SM must keep in
+// flight, which the choices below exceed about threefold.
+
+// Threads per block of every segmented kernel by default: 8 blocks of 256 fill an SM's 2048
+// threads, and a block reduction is 3 shuffle-and-share levels deep.
+constexpr unsigned kSegmentBlock = 256;
+
+// Segments each group of k_group (subwarp, warp) holds in flight: its lanes issue this many
+// loads before the first combine, 4 x 16 B = 64 B a thread, 64 KiB an SM at 1024 threads.
+constexpr unsigned kSegmentsInFlight = 4;
+
+// k_packed_rows: whole 16-byte packs each thread loads before combining (64 B a thread).
+constexpr unsigned kPackedRowsInFlight = 4;
+
+// Columns: bytes of loads each thread issues before combining (16 elements of f32 per lane, or
+// four 16-byte packs).
+constexpr unsigned kColumnBytesInFlight = 64;
+
+// auto on rows: subwarp while a row is at most this many 16-byte packs (64 f32): groups of at
+// most 16 lanes take one pack each, so a warp covers two or more rows per load; from 32 packs
+// every lane of a warp has a pack of its own row.
+constexpr std::uint64_t kSubwarpMaxPacks = 16;
+// ... warp while a row is at most 8 KiB: 16 packs a lane, 4 rows in flight per warp; longer rows
+// give each thread of a 256-thread block at least two packs.
+constexpr std::uint64_t kWarpMaxBytes = std::uint64_t{8} << 10;
+
+// multiblock: a long segment in chunks of 64 KiB, one block each: a block of 256 threads with
+// 4 x 16 B in flight per thread covers 16 KiB a round, so 4 rounds amortise its block reduction,
+// its partial and its ticket. auto takes multiblock for rows of at least two chunks when there
+// are fewer rows than resident blocks (one block per row would leave SMs idle).
+constexpr std::uint64_t kSegmentChunkBytes = std::uint64_t{64} << 10;
+
+// binned: segments below 128 B go to groups of 8 lanes (a 16-byte pack each), below 8 KiB to a
+// warp (as kWarpMaxBytes), below 256 KiB to a block (64 packs a thread at 256 threads), longer
+// ones to multiblock (at least 4 chunks a segment).
+constexpr std::uint64_t kTinyBinBytes = 128;
+constexpr unsigned kTinyBinLogLanes = 3;
+constexpr std::uint64_t kShortBinBytes = kWarpMaxBytes;
+constexpr std::uint64_t kMediumBinBytes = std::uint64_t{256} << 10;
+
+// balanced: the items (segment ends and elements) each thread of k_balanced walks: 64 bytes of
+// elements, as the 4 x 16 B every other kernel keeps in flight a thread, and at most 16 items, so
+// a 256-thread tile (4096 f32, 16 KiB) with its ends and padding takes 17 KiB of shared memory
+// (ends and elements share it). A thread's rounding chain grows with the items it walks.
+constexpr unsigned kBalancedThreadBytes = 64;
+constexpr unsigned kBalancedMaxItems = 16;
+constexpr unsigned balanced_items(std::uint64_t elem) {
+  return static_cast<unsigned>(kBalancedThreadBytes / elem < kBalancedMaxItems ? kBalancedThreadBytes / elem
+                                                                               : kBalancedMaxItems);
+}
+// ... in blocks of at most 256 threads: k_balanced's launch bounds hold it to 32 registers a
+// thread (4 bytes spilled), so that 8 blocks (2048 threads, 128 KiB of loads in flight) fill an SM:
+// H100, 2^19 rows of 128 f32 in 150 us against 175 us at 6 blocks, lognormal offsets level. auto
+// with larger blocks takes binned where it would take balanced.
+constexpr unsigned kBalancedMaxBlock = 256;
+
 }  // namespace xr::cuda::detail::policy

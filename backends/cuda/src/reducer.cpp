@@ -18,6 +18,7 @@
 #include "stream.hpp"
 #include "pipeline.hpp"
 #include "ladder.hpp"
+#include "segments.hpp"
 #include "xreduce/cuda.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/reducer.hpp"
@@ -26,34 +27,6 @@
 
 namespace xr::cuda {
 namespace detail {
-namespace {
-
-std::string hex(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%p", p);
-  return buf;
-}
-
-// The device that owns `p`; DeviceError (cudaErrorInvalidValue) for host or unknown memory.
-int device_of(const void* p, const char* what) {
-  cudaPointerAttributes a{};
-  const cudaError_t e = cudaPointerGetAttributes(&a, p);
-  if (e != cudaSuccess) throw_cuda(e, std::string("cudaPointerGetAttributes on the ") + what + " pointer " + hex(p));
-  if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) return a.device;
-  const std::string kind = a.type == cudaMemoryTypeHost ? "page-locked host memory (cudaMemoryTypeHost)"
-                                                        : "not CUDA memory (cudaMemoryTypeUnregistered)";
-  throw DeviceError("cuda: the " + std::string(what) + " pointer " + hex(p) + " is " + kind +
-                        ", not device memory: cudaErrorInvalidValue",
-                    static_cast<int>(cudaErrorInvalidValue), "cudaErrorInvalidValue");
-}
-
-void require_aligned(const void* p, std::size_t align, const char* what) {
-  if (reinterpret_cast<std::uintptr_t>(p) % align != 0)
-    throw InvalidArgument("cuda: the " + std::string(what) + " pointer " + hex(p) + " is not aligned to " +
-                          std::to_string(align) + " bytes");
-}
-
-}  // namespace
 
 Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType type, Op op,
                  const RunOptions& opt, void* out) {
@@ -166,7 +139,10 @@ class CudaReducer final : public Reducer {
     try {
       ws_ = &state_->workspace(stream_);  // temp storage allocated now, not per call
       chunks_ = std::make_unique<CudaDevice>(*state_, *ws_);
+      segments_ = std::make_unique<CudaSegments>(*state_, stream_);
     } catch (...) {
+      segments_.reset();
+      chunks_.reset();
       if (ws_) state_->release(stream_);
       cudaStreamDestroy(stream_);
       throw;
@@ -176,6 +152,7 @@ class CudaReducer final : public Reducer {
     int previous = 0;
     if (cudaGetDevice(&previous) != cudaSuccess) return;
     cudaSetDevice(device_);
+    segments_.reset();
     chunks_.reset();
     state_->release(stream_);
     cudaStreamDestroy(stream_);
@@ -189,6 +166,7 @@ class CudaReducer final : public Reducer {
 
  protected:
   xr::detail::ChunkDevice& chunk_device() override { return *chunks_; }
+  xr::detail::SegmentDevice& segment_device() override { return *segments_; }
 
  private:
   int device_;
@@ -196,6 +174,7 @@ class CudaReducer final : public Reducer {
   cudaStream_t stream_ = nullptr;
   Workspace* ws_ = nullptr;
   std::unique_ptr<CudaDevice> chunks_;  // every host input goes through it
+  std::unique_ptr<CudaSegments> segments_;  // segmented reductions of host data
 };
 
 std::string device_detail(int d) {

@@ -8,6 +8,7 @@
 
 #include "backend_table.hpp"
 #include "ladder.hpp"
+#include "segments.hpp"
 #include "stream.hpp"
 
 namespace xr::omp::detail {
@@ -38,9 +39,11 @@ class OmpReducer final : public Reducer {
 
  protected:
   xr::detail::ChunkDevice& chunk_device() override { return device_; }
+  xr::detail::SegmentDevice& segment_device() override { return segments_; }
 
  private:
   HostDevice device_;
+  HostSegments segments_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace xr::opencl::detail {
@@ -16,5 +17,9 @@ std::span<const EmbeddedSource> embedded_sources();
 
 // The source named `name`; throws xr::Error when it was not embedded.
 std::string_view embedded_source(std::string_view name);
+
+// The text of a program: one embedded source, or several named "a.cl+b.cl", in that order (each
+// after a #line that names it).
+std::string program_text(std::string_view names);
 
 }  // namespace xr::opencl::detail

@@ -122,8 +122,9 @@ struct CachedKernel {
   std::mutex mutex;                 // held from clSetKernelArg to clEnqueueNDRangeKernel
 };
 
-// The kernel `kernel_name` of the embedded source `source_name` built with `options`, built
-// once per (context, device, source, options) and kept until clear_program_cache().
+// The kernel `kernel_name` of the embedded source `source_name` (or of several, "a.cl+b.cl":
+// program_text) built with `options`, built once per (context, device, source, options), its
+// kernels sharing the program, and kept until clear_program_cache().
 CachedKernel& cached_kernel(cl_context context, cl_device_id device, std::string_view source_name,
                             const std::string& options, const char* kernel_name);
 
@@ -160,6 +161,9 @@ std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, F
                             bool contiguous = false, unsigned vector_width = 0, bool packed = false);
 // Elements of one 16-byte pack of type t (XR_PACK).
 constexpr unsigned pack_elements(DType t) { return static_cast<unsigned>(16 / size_of(t)); }
+// " -DXR_EMPTY=<literal>": the value of an empty reduction of (op, accumulator type), from core's
+// empty_value (kernels_cl/segments.cl gives it to empty segments).
+std::string empty_value_option(Op op, DType acc);
 // program_options for one rung on one device.
 std::string rung_program_options(const Rung& rung, const DeviceCaps& caps, DType in, DType acc, Op op, Finish finish);
 // Every distinct (options) that some rung x op x type x accumulator of this device builds,

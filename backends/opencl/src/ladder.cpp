@@ -39,7 +39,7 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
     Rung r;
     r.contiguous_on_cpu = fixed;
     r.info = KernelInfo{std::move(name), std::move(note) + no64, kind, ops, types, false,
-                        BlockRule{1, static_cast<unsigned>(caps.max_work_group), 1, {}, 0}};
+                        BlockRule{1, static_cast<unsigned>(caps.max_work_group), 1, {}, 0}, {}};
     r.tree = tree;
     r.k = k;
     r.fixed_grid = fixed;
@@ -168,6 +168,10 @@ std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, F
          " -DXR_FINISH=" + std::to_string(static_cast<int>(finish)) + (contiguous ? " -DXR_CONTIG=1" : "") +
          (vector_width ? " -DXR_VEC=" + std::to_string(vector_width) : "") +
          (packed ? " -DXR_PACK=" + std::to_string(pack_elements(in)) : "");
+}
+
+std::string empty_value_option(Op op, DType acc) {
+  return " -DXR_EMPTY=" + visit_dtype(acc, [&](auto t) { return opencl_literal(empty_value<decltype(t)>(op)); });
 }
 
 std::string rung_program_options(const Rung& rung, const DeviceCaps& caps, DType in, DType acc, Op op, Finish finish) {

@@ -73,4 +73,81 @@ constexpr unsigned kDeviceSlots = 3;
 constexpr unsigned kStagingBuffers = 3;
 static_assert(kStagingBuffers <= kDeviceSlots, "a staging buffer's copy event lives in a slot");
 
+// ---- segmented reductions (kernels_cl/segments.cl) ------------------------------------------
+// The GPU figures below are reasoned from the H100's limits, not measured with these kernels on
+// one (the machine they were written on has no GPU); the CPU figures were measured with PoCL on
+// the 2-core EPYC (pthread-haswell) and are cited where they decided.
+
+// lanes: units (loads) each lane of a team reads per segment: a team of G lanes serves segments
+// of about 4G units, so that a lane's loads of one segment go out together and the team's tree
+// (log2 G local steps) is spread over several loads.
+constexpr unsigned kLanesUnitsPerLane = 4;
+// lanes: at most a warp (32 on NVIDIA) per segment; longer segments are workgroup's.
+constexpr unsigned kLanesMaxTeam = 32;
+// lanes: a team's neighbouring loads of one instruction cover at least this many bytes of a
+// segment (NVIDIA's L1 and L2 move 32-byte sectors): one lane per row of two 16-byte loads read
+// half of every sector per instruction, twice the sector requests of two lanes per row.
+constexpr std::uint64_t kSectorBytes = 32;
+// Loads each work-item has in flight at the start of a round (segments per team x loads per
+// lane): 8 x 16 bytes per work-item at 2048 work-items per SM is 256 KiB per SM, far above the
+// ~25 KiB an H100 SM needs in flight (3.35 TB/s x ~1 us / 132 SMs); fewer would leave short rows
+// (2 to 8 elements) with one load of 4 to 16 bytes per work-item.
+constexpr unsigned kSegLoadsInFlight = 8;
+// Loads per lane in flight in the loop over the rest of a long segment (or column).
+constexpr unsigned kSegUnroll = 4;
+// multigroup and columns cut long segments (or tall columns) into parts so that a launch has
+// kSegWaves times the work-groups the device holds at once (kGpuWorkItemsPerComputeUnit per
+// compute unit): two waves keep the last one from idling half the device.
+constexpr std::uint64_t kSegWaves = 2;
+// multigroup: a part is at least this many loads per work-item, so that a work-group's tree
+// and partial are paid for by at least 16 loads of each work-item.
+constexpr std::uint64_t kPartMinLoadsPerItem = 16;
+// auto on GPUs, rows: lanes up to this many units per row (a warp of 8 loads each); longer rows
+// go to workgroup when there are enough of them to fill the device, else to multigroup.
+constexpr std::uint64_t kAutoLanesMaxUnits = kLanesMaxTeam * 8;
+// auto on GPUs, offsets: lanes while the longest segment takes a team at most this many rounds
+// of kSegUnroll loads per lane (about 16 memory latencies, ~16 us, a fifth of the time a 256 MiB
+// input takes at 3 TB/s), else binned, whose bins bound every segment's rounds.
+constexpr std::uint64_t kAutoLanesMaxRounds = 16;
+
+// binned: segments up to kBinShortLength elements go to teams of kBinShortTeam (at most 4 loads
+// a lane: one round; a sector per instruction), up to kBinMediumLength to teams of a warp (at
+// most 32 loads a lane), up to kBinLongLength to a work-group each (at most 128 loads a
+// work-item), and longer ones to parts of kBinPartLength elements, several work-groups each,
+// their partials combined by a second kernel.
+constexpr std::uint64_t kBinShortLength = 32;
+constexpr unsigned kBinShortTeam = 8;
+constexpr std::uint64_t kBinMediumLength = 1024;
+constexpr std::uint64_t kBinLongLength = 32768;
+constexpr std::uint64_t kBinPartLength = 16384;
+// binned: segments each team takes per round (the first loads of both issued together).
+constexpr unsigned kBinnedSegs = 2;
+
+// columns: each work-item of a row band reads at least this many rows (kSegUnroll at a time), so
+// that a band's local tree and partials stay a small share of its loads, and more bands than that
+// only while the device is not yet full (kSegWaves). (2^16, 1024) f32 on an H100: 512 bands of 128
+// rows, 512 work-groups (4 per SM, 64 KiB of loads in flight each SM: the device's bandwidth),
+// 2 MiB of partials (0.8% of the input).
+constexpr std::uint64_t kColumnsMinRowsPerItem = 128;
+// columns: the combining launch is at least this many units (16-byte loads) wide, with as many
+// row lanes as there are bands (up to L / 4): 512 bands of 1024 f32 columns are 64 work-groups of
+// 64 row lanes, 8 rows each, where work-groups as wide as the first launch's (256 units) were one,
+// reading 512 rows.
+constexpr std::uint64_t kColumnsCombineWidth = 4;
+
+// serial (CPU devices): work-groups of one work-item each, kSerialItemsPerComputeUnit per compute
+// unit, every work-item a contiguous block of the input read with vload<kRunsVectorWidth> into
+// kRunsAccumulators vector accumulators (the vector_runs loop). Several per compute unit for the
+// reason kRunsGroupsPerComputeUnit gives (a core held by another process).
+constexpr std::uint64_t kSerialItemsPerComputeUnit = 4;
+// serial columns (CPU devices): a work-item's columns at most, so that the values it keeps
+// (16 KiB of f32) stay in the L1 cache while its rows stream past. Column sums of (1024, 2^16)
+// f32 on PoCL (2-core EPYC, three runs each, the whole array read in 8.1-9.8 ms): 9.2-11.9 ms
+// with blocks of 1024 columns, 8.3-8.5 (once 11.7) with 4096, 8.0-12.5 with 65536; (2^16, 1024)
+// was 9.3-12.6 with each.
+constexpr std::uint64_t kCpuColumnBlock = 4096;
+// serial columns: rows combined per pass over a block's values (each pass loads and stores them):
+// 4 took (1024, 2^16) f32 from 12.5 ms to 8.3-9.9 (the whole array read in 8.1-9.1).
+constexpr unsigned kCpuColumnRows = 4;
+
 }  // namespace xr::opencl::detail::policy

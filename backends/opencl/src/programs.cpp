@@ -18,6 +18,21 @@ std::string_view embedded_source(std::string_view name) {
   throw Error("opencl: no embedded OpenCL source named '" + std::string(name) + "'");
 }
 
+std::string program_text(std::string_view names) {
+  if (names.find('+') == std::string_view::npos) return std::string(embedded_source(names));
+  std::string text;
+  while (!names.empty()) {
+    const std::size_t plus = names.find('+');
+    const std::string_view name = names.substr(0, plus);
+    // Build logs then name each file and its own line numbers.
+    text += "#line 1 \"" + std::string(name) + "\"\n";
+    text += embedded_source(name);
+    text += "\n";
+    names = plus == std::string_view::npos ? std::string_view() : names.substr(plus + 1);
+  }
+  return text;
+}
+
 namespace {
 
 std::string build_log(cl_program program, cl_device_id device) {
@@ -84,7 +99,16 @@ CachedKernel& cached_kernel(cl_context context, cl_device_id device, std::string
   if (auto it = c.entries.find(key); it != c.entries.end()) return *it->second;
 
   auto entry = std::make_unique<CachedKernel>();
-  entry->program = build_program(context, device, source_name, embedded_source(source_name), options);
+  // Another kernel of the same program, already built, shares its program.
+  const Key program_key{context, device, std::string(source_name), options, ""};
+  if (auto it = c.entries.lower_bound(program_key);
+      it != c.entries.end() && std::tie(it->first.context, it->first.device, it->first.source, it->first.options) ==
+                                   std::tie(context, device, program_key.source, options)) {
+    check(clRetainProgram(it->second->program.get()), "clRetainProgram", source_name);
+    entry->program = Program(it->second->program.get());
+  } else {
+    entry->program = build_program(context, device, source_name, program_text(source_name), options);
+  }
   cl_int rc = CL_SUCCESS;
   entry->kernel = Kernel(clCreateKernel(entry->program.get(), kernel_name, &rc));
   if (rc != CL_SUCCESS) fail(rc, "clCreateKernel", kernel_name);

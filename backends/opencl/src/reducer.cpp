@@ -5,6 +5,7 @@
 
 #include "backend_table.hpp"
 #include "internal.hpp"
+#include "segments.hpp"
 #include "stream.hpp"
 #include "xreduce/error.hpp"
 
@@ -25,7 +26,8 @@ class OclReducer final : public Reducer {
       : caps_(caps),
         context_(shared_context(caps_)),
         queue_(profiling_queue(context_, caps_)),
-        device_(caps_, context_, queue_.get()) {
+        device_(caps_, context_, queue_.get()),
+        segments_(caps_, context_, queue_.get()) {
     for (const auto& r : rung_table(caps_)) kernels_.push_back(r.info);
   }
 
@@ -35,13 +37,15 @@ class OclReducer final : public Reducer {
 
  protected:
   xr::detail::ChunkDevice& chunk_device() override { return device_; }
+  xr::detail::SegmentDevice& segment_device() override { return segments_; }
 
  private:
   DeviceCaps caps_;
   cl_context context_ = nullptr;  // shared per device, see shared_context
-  Queue queue_;                   // released after device_, which drains it
+  Queue queue_;                   // released after device_ (which drains it) and segments_
   std::vector<KernelInfo> kernels_;
   QueueDevice device_;
+  SegmentQueueDevice segments_;
 };
 
 std::string strip_prefix(std::string s) {
@@ -66,6 +70,10 @@ Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::
   rq.op = op;
   rq.options = options;
   return detail::reduce_on_queue(rq);
+}
+
+std::vector<KernelInfo> segment_kernels(cl_device_id device) {
+  return detail::segment_strategies(detail::caps_of(device));
 }
 
 std::vector<KernelInfo> kernels(cl_device_id device) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "xreduce/buffer.hpp"
 #include "xreduce/export.hpp"
@@ -57,11 +58,16 @@ struct FileLayout {
   std::uint64_t n = 0;                  // elements
   std::uint64_t data_offset = 0;        // byte offset of element 0
   std::uint64_t file_size = 0;          // bytes
+  std::vector<std::uint64_t> shape;     // .npy: its 'shape' (a raw file: empty)
+  bool fortran_order = false;           // .npy: its 'fortran_order'
 };
 XR_API FileLayout inspect_file(const std::string& path, std::optional<DType> type = std::nullopt,
                                FileFormat format = FileFormat::Auto);
 
 XR_API void save_raw(const std::string& path, HostArray data);
-XR_API void save_npy(const std::string& path, HostArray data);
+// `shape`: the dimensions written to the header (empty: one dimension of data.n), whose product
+// must be data.n; `fortran_order`: the header's flag (the caller's data are in that order).
+XR_API void save_npy(const std::string& path, HostArray data, const std::vector<std::uint64_t>& shape = {},
+                     bool fortran_order = false);
 
 }  // namespace xr

@@ -17,9 +17,16 @@
 namespace xr {
 
 class ChunkSource;  // xreduce/source.hpp
+struct HostMatrix;  // xreduce/segments.hpp
+struct MatrixShape;
+struct SegmentedResult;
 namespace detail {
-class ChunkDevice;  // core/src/pipeline.hpp
+class ChunkDevice;    // core/src/pipeline.hpp
+class SegmentDevice;  // core/src/segment_device.hpp
 }
+
+// How a segmented reduction finds its values in the input (xreduce/segments.hpp).
+enum class SegmentKind : std::uint8_t { Rows, Columns, Offsets };
 
 enum class KernelKind : std::uint8_t {
   Rung,      // one step of the ladder
@@ -46,7 +53,10 @@ struct XR_API KernelInfo {
   std::vector<DType> types;
   bool exact = false;  // honours RunOptions::exact for f32/f64 sums
   BlockRule blocks;    // RunOptions::block_size values it accepts, and its default
+  // Segmented reductions (Reducer::segment_kernels): the layouts the strategy reduces.
+  std::vector<SegmentKind> layouts;
   bool supports(Op op, DType type) const;
+  bool reduces(SegmentKind kind) const;
 };
 
 // How a device backend (CUDA, OpenCL) treats host data (Reducer::reduce on a host array).
@@ -130,10 +140,31 @@ class XR_API Reducer {
   // The KernelInfo named `name`; throws InvalidArgument listing the known names.
   KernelInfo kernel(std::string_view name) const;
 
+  // Segmented reductions (xreduce/segments.hpp): one value per row or column of a 2-D array
+  // (axis 1: per row, axis 0: per column), or per segment [offsets[i], offsets[i + 1]) of a 1-D
+  // array. RunOptions::kernel names one of segment_kernels() ("auto": chosen by shape). Inputs
+  // larger than the device's memory, and streamed sources, go through in pieces of whole
+  // segments (a segment larger than a piece is split and its parts combined in order).
+  // InvalidArgument names the problem and its position (offsets that decrease, run past the
+  // input or start below 0; a shape that overflows; a stride below the row length).
+  SegmentedResult reduce_axis(const HostMatrix& in, int axis, Op op, const RunOptions& options = {});
+  SegmentedResult reduce_axis(ChunkSource& source, const MatrixShape& shape, int axis, Op op,
+                              const RunOptions& options = {});
+  SegmentedResult reduce_segments(HostArray in, std::span<const std::int64_t> offsets, Op op,
+                                  const RunOptions& options = {});
+  SegmentedResult reduce_segments(ChunkSource& source, std::span<const std::int64_t> offsets, Op op,
+                                  const RunOptions& options = {});
+  // The strategies of segmented reductions, with the layouts each reduces; auto and baselines included.
+  std::vector<KernelInfo> segment_kernels();
+  // The segment strategy named `name`; throws InvalidArgument listing the known names.
+  KernelInfo segment_kernel(std::string_view name);
+
  protected:
   // The backend's device as the chunk pipeline drives it (core/src/pipeline.hpp): every host
   // input, resident or streamed, goes through it.
   virtual detail::ChunkDevice& chunk_device() = 0;
+  // The backend's segmented reductions (core/src/segment_device.hpp).
+  virtual detail::SegmentDevice& segment_device() = 0;
 
  private:
   std::mutex mutex_;  // one reduction at a time: the device's slots and cells belong to the reducer

@@ -8,6 +8,7 @@
 #include "xreduce/reference.hpp"
 #include "xreduce/registry.hpp"
 #include "xreduce/result.hpp"
+#include "xreduce/segments.hpp"
 #include "xreduce/semantics.hpp"
 #include "xreduce/source.hpp"
 #include "xreduce/types.hpp"

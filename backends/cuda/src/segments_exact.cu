@@ -1,0 +1,45 @@
+// Launcher of k_exact_pieces (kernels_cu/segments_exact.cuh): the exact states of pieces of
+// segments, word for word those of exact_piece_state (core/src/segment_device.hpp).
+#include <climits>
+#include <cstddef>
+
+#include "check.hpp"
+#include "kernels_cu/segments_exact.cuh"
+#include "segments.hpp"
+
+namespace xr::cuda::detail {
+
+namespace ks = xr::kern::seg;
+using xr::detail::ExactPiece;
+
+static_assert(sizeof(ks::PieceRef) == sizeof(ExactPiece) && offsetof(ks::PieceRef, first) == offsetof(ExactPiece, first) &&
+                  offsetof(ks::PieceRef, count) == offsetof(ExactPiece, count) &&
+                  offsetof(ks::PieceRef, step) == offsetof(ExactPiece, step),
+              "pieces go to the device as they are");
+static_assert(ks::PieceTraits<float>::first == xr::detail::exact_window_first(DType::F32) &&
+              ks::PieceTraits<float>::limbs == xr::detail::exact_window_limbs(DType::F32));
+static_assert(ks::PieceTraits<double>::first == xr::detail::exact_window_first(DType::F64) &&
+              ks::PieceTraits<double>::limbs == xr::detail::exact_window_limbs(DType::F64));
+static_assert(ks::kFlagNaN == ExactSum::kFlagNaN && ks::kFlagPosInf == ExactSum::kFlagPosInf &&
+              ks::kFlagNegInf == ExactSum::kFlagNegInf && ks::kFlagAny == ExactSum::kFlagAny &&
+              ks::kFlagNotNegZero == ExactSum::kFlagNotNegZero);
+
+void launch_exact_pieces(DType type, const void* data, const void* pieces, u64 count, std::int64_t* words,
+                         cudaStream_t stream) {
+  if (count == 0) return;
+  const u64 grid = ceil_div(count, ks::kExactPieceWarps);
+  if (grid > static_cast<u64>(INT_MAX))
+    throw InvalidArgument("cuda: " + std::to_string(count) + " exact pieces in one launch (at most " +
+                          std::to_string(u64(INT_MAX) * ks::kExactPieceWarps) + ")");
+  const auto* p = static_cast<const ks::PieceRef*>(pieces);
+  auto* w = reinterpret_cast<long long*>(words);
+  if (type == DType::F32)
+    ks::k_exact_pieces<float><<<static_cast<unsigned>(grid), 32 * ks::kExactPieceWarps, 0, stream>>>(
+        static_cast<const float*>(data), p, count, w);
+  else
+    ks::k_exact_pieces<double><<<static_cast<unsigned>(grid), 32 * ks::kExactPieceWarps, 0, stream>>>(
+        static_cast<const double*>(data), p, count, w);
+  check_launch("k_exact_pieces");
+}
+
+}  // namespace xr::cuda::detail

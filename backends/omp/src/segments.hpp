@@ -1,0 +1,18 @@
+// The OpenMP backend's segmented reductions (segments.cpp).
+#pragma once
+
+#include "segment_device.hpp"
+
+namespace xr::omp::detail {
+
+class HostSegments final : public xr::detail::SegmentDevice {
+ public:
+  std::vector<KernelInfo> kernels() const override;
+  std::uint64_t max_job_bytes(const RunOptions&) const override { return 0; }  // reduced where it lies
+  xr::detail::SegmentOutcome reduce(const xr::detail::SegmentJob& job) override;
+  xr::detail::SegmentOutcome exact_pieces(const void* data, std::uint64_t n, DType type,
+                                          std::span<const xr::detail::ExactPiece> pieces, std::int64_t* words,
+                                          const RunOptions& options) override;
+};
+
+}  // namespace xr::omp::detail

@@ -1,0 +1,128 @@
+// Many reductions in one call: the rows or columns of a 2-D array, or the segments of a 1-D array
+// cut by offsets (the rows of a CSR matrix).
+//
+//   xr::SegmentedResult r = reducer->reduce_axis(xr::HostMatrix::of(x.data(), rows, cols), 1, xr::Op::Sum);
+//   const float* row_sums = r.values.as<float>();                 // rows values
+//   std::vector<std::int64_t> offsets{0, 3, 3, 10};                // 3 segments, the second empty
+//   r = reducer->reduce_segments(std::span<const float>(x), offsets, xr::Op::Max);
+//
+// | op   | value of an empty segment or row     |
+// |------|--------------------------------------|
+// | sum  | +0 (floats), 0                       |
+// | prod | 1                                    |
+// | min  | +inf (floats), the type's maximum    |
+// | max  | -inf (floats), the type's lowest     |
+//
+// A non-empty segment's value is the whole-array reduction of its elements (xreduce/semantics.hpp):
+// the same NaN rules, the same wrap, i32 sums in i64 by default, and in exact mode (RunOptions::exact)
+// every f32/f64 sum is the correctly rounded exact sum of its segment, the same bits on every backend.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "xreduce/buffer.hpp"
+#include "xreduce/export.hpp"
+#include "xreduce/reducer.hpp"
+#include "xreduce/result.hpp"
+#include "xreduce/types.hpp"
+
+namespace xr {
+
+// Element (r, c) of a C-order array lies at r * stride + c, of a Fortran-order one at c * stride + r.
+enum class Order : std::uint8_t { C, Fortran };
+
+struct MatrixShape {
+  std::uint64_t rows = 0, cols = 0;
+  // Elements from the start of one row (C) or column (Fortran) to the next; 0: dense (cols for C,
+  // rows for Fortran). A stride below the row (column) length is InvalidArgument.
+  std::uint64_t stride = 0;
+  Order order = Order::C;
+  std::uint64_t leading() const { return order == Order::C ? cols : rows; }  // the dense stride
+  std::uint64_t step() const { return stride ? stride : leading(); }
+};
+
+// A 2-D array in host memory.
+struct HostMatrix {
+  const void* data = nullptr;
+  DType type = DType::F32;
+  MatrixShape shape;
+  template <class T>
+  static HostMatrix of(const T* data, std::uint64_t rows, std::uint64_t cols, std::uint64_t stride = 0,
+                       Order order = Order::C) {
+    return {data, dtype_of<T>, {rows, cols, stride, order}};
+  }
+};
+
+// Where the elements of each output value lie. Every form of the API comes down to one of three:
+//   Rows     value i: elements [i * stride, i * stride + length)       (contiguous runs, equal length)
+//   Columns  value c: elements c + r * stride for r in [0, length)     (one element per row)
+//   Offsets  value i: elements [offsets[i], offsets[i + 1])            (CSR; offsets has count + 1)
+struct XR_API SegmentLayout {
+  SegmentKind kind = SegmentKind::Offsets;
+  std::uint64_t count = 0;                // values produced
+  std::uint64_t length = 0;               // Rows, Columns: elements per value
+  std::uint64_t stride = 0;               // Rows, Columns: see above
+  const std::int64_t* offsets = nullptr;  // Offsets: count + 1 non-decreasing values, in host memory
+
+  // Elements of the input the layout reaches: the input must hold at least this many.
+  std::uint64_t span() const;
+  // Elements reduced in total (a strided layout skips the gaps).
+  std::uint64_t elements() const;
+};
+
+// The layout of `axis` (0: one value per column, 1: one value per row) of a matrix. InvalidArgument
+// for an axis other than 0 or 1, rows x cols overflowing 64 bits, or a stride below the row
+// (C) or column (Fortran) length.
+XR_API SegmentLayout axis_layout(const MatrixShape& shape, int axis);
+
+// InvalidArgument unless offsets has at least one value, starts at or above 0, never decreases
+// and ends at or below n; the message names the first offending position and value.
+XR_API void check_offsets(std::span<const std::int64_t> offsets, std::uint64_t n);
+
+// "rows", "columns", "offsets".
+XR_API std::string_view to_string(SegmentKind kind);
+
+// What a segmented reduction returns: the values, and one record for the whole call.
+struct XR_API SegmentedResult {
+  // kernel, finish, launches, repeats, kernel_ms, transfer_ms, total_ms, chunks, path, n (elements
+  // reduced), op, type; value is unused; bytes_per_s counts bytes read plus bytes written.
+  Result record;
+  SegmentKind kind = SegmentKind::Offsets;
+  HostBuffer values;               // layout.count values of result_dtype(op, type, accumulator)
+  std::uint64_t bytes_read = 0;    // input elements and offsets
+  std::uint64_t bytes_written = 0; // the values
+  // Float sums: the largest number of roundings any one value went through (0: unknown; checks
+  // then assume the segment's length).
+  std::uint64_t rounding_depth = 0;
+  std::uint64_t count() const { return values.size(); }
+  Scalar value(std::uint64_t i) const;
+};
+
+// The host reference of a segmented reduction, one value per segment (float sums: the exact sum
+// rounded once, with sum |x| per segment for the error bound).
+struct SegmentReference {
+  HostBuffer values;
+  std::vector<double> magnitude;      // float sums: sum |x|, float products: |product|; else empty
+  std::vector<std::uint64_t> length;  // elements of each segment
+  Op op = Op::Sum;
+  DType type = DType::F32;            // input type
+};
+XR_API SegmentReference reference_segments(HostArray data, const SegmentLayout& layout, Op op,
+                                           Accumulator acc = Accumulator::Wide);
+
+struct SegmentAgreement {
+  std::uint64_t count = 0, agree = 0;
+  std::uint64_t first_bad = 0;  // index of the first value that differs (when agree < count)
+  std::string detail;           // check_result's line for it, or "all N agree"
+  bool ok() const { return agree == count; }
+};
+// Every value against the reference, by check_result's rules (exact: float sums bit for bit).
+XR_API SegmentAgreement check_segments(const SegmentedResult& result, const SegmentReference& ref, bool exact);
+
+// The value of an empty segment of (op, type) (the table above), of result_dtype(op, type, acc).
+XR_API Scalar empty_segment_value(Op op, DType type, Accumulator acc = Accumulator::Wide);
+
+}  // namespace xr

@@ -1,0 +1,605 @@
+// Segmented reductions: argument checks, layouts, the host reference, and the driver that cuts an
+// input into jobs a backend's SegmentDevice reduces (segment_device.hpp).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "pipeline.hpp"
+#include "segment_device.hpp"
+#include "xreduce/error.hpp"
+#include "xreduce/reference.hpp"
+#include "xreduce/segments.hpp"
+#include "xreduce/semantics.hpp"
+#include "xreduce/source.hpp"
+
+namespace xr {
+
+std::string_view to_string(SegmentKind kind) {
+  switch (kind) {
+    case SegmentKind::Rows: return "rows";
+    case SegmentKind::Columns: return "columns";
+    case SegmentKind::Offsets: return "offsets";
+  }
+  return "offsets";
+}
+
+bool KernelInfo::reduces(SegmentKind kind) const {
+  return std::find(layouts.begin(), layouts.end(), kind) != layouts.end();
+}
+
+std::uint64_t SegmentLayout::span() const {
+  if (count == 0) return 0;
+  switch (kind) {
+    case SegmentKind::Rows: return length ? (count - 1) * stride + length : 0;
+    case SegmentKind::Columns: return length ? (length - 1) * stride + count : 0;
+    case SegmentKind::Offsets: return static_cast<std::uint64_t>(offsets[count]);
+  }
+  return 0;
+}
+
+std::uint64_t SegmentLayout::elements() const {
+  if (kind == SegmentKind::Offsets)
+    return count ? static_cast<std::uint64_t>(offsets[count] - offsets[0]) : 0;
+  return count * length;
+}
+
+SegmentLayout axis_layout(const MatrixShape& shape, int axis) {
+  if (axis != 0 && axis != 1)
+    throw InvalidArgument("axis " + std::to_string(axis) + " of a 2-D array: it has axes 0 (one value per column) "
+                          "and 1 (one value per row)");
+  const std::uint64_t inner = shape.leading(), outer = shape.order == Order::C ? shape.rows : shape.cols;
+  const std::uint64_t stride = shape.step();
+  const char* line = shape.order == Order::C ? "row" : "column";
+  if (shape.stride && shape.stride < inner)
+    throw InvalidArgument("a stride of " + std::to_string(shape.stride) + " elements is below the " + line +
+                          " length of " + std::to_string(inner));
+  if (shape.rows && shape.cols) {
+    constexpr auto max = std::numeric_limits<std::uint64_t>::max();
+    if (outer - 1 > (max - inner) / std::max<std::uint64_t>(stride, 1))
+      throw InvalidArgument(std::to_string(shape.rows) + " x " + std::to_string(shape.cols) + " with a stride of " +
+                            std::to_string(stride) + " elements overflows 64-bit element positions");
+  }
+  SegmentLayout l;
+  l.stride = stride;
+  // The axis that runs along memory (the row of C order, the column of Fortran order) gives
+  // contiguous runs; the other gives one element per run.
+  const bool along_memory = (axis == 1) == (shape.order == Order::C);
+  l.kind = along_memory ? SegmentKind::Rows : SegmentKind::Columns;
+  l.count = axis == 1 ? shape.rows : shape.cols;
+  l.length = axis == 1 ? shape.cols : shape.rows;
+  return l;
+}
+
+void check_offsets(std::span<const std::int64_t> offsets, std::uint64_t n) {
+  if (offsets.empty())
+    throw InvalidArgument("offsets: at least one value is needed (n_segments + 1 values; {0} for no segments)");
+  if (offsets[0] < 0)
+    throw InvalidArgument("offsets[0] is " + std::to_string(offsets[0]) + ": offsets must not be negative");
+  for (std::size_t i = 1; i < offsets.size(); ++i)
+    if (offsets[i] < offsets[i - 1])
+      throw InvalidArgument("offsets decrease at position " + std::to_string(i) + ": " + std::to_string(offsets[i - 1]) +
+                            " then " + std::to_string(offsets[i]));
+  if (static_cast<std::uint64_t>(offsets.back()) > n)
+    throw InvalidArgument("offsets[" + std::to_string(offsets.size() - 1) + "] is " + std::to_string(offsets.back()) +
+                          ", past the input's " + std::to_string(n) + " elements");
+}
+
+Scalar empty_segment_value(Op op, DType type, Accumulator acc) {
+  return visit_dtype(result_dtype(op, type, acc), [&](auto zero) {
+    using T = decltype(zero);
+    return Scalar::of<T>(op == Op::Min || op == Op::Max ? identity<T>(op) : empty_value<T>(op));
+  });
+}
+
+Scalar SegmentedResult::value(std::uint64_t i) const {
+  if (i >= values.size())
+    throw InvalidArgument("value " + std::to_string(i) + " of " + std::to_string(values.size()));
+  return detail::scalar_from_bytes(values.type(), static_cast<const unsigned char*>(values.data()) + i * size_of(values.type()));
+}
+
+namespace detail {
+
+void merge_piece(ExactSum& sum, const std::int64_t* words, DType type) {
+  ExactSum::Raw raw;
+  const int first = exact_window_first(type), limbs = exact_window_limbs(type);
+  for (int i = 0; i < limbs; ++i) raw.limb[static_cast<std::size_t>(first + i)] = words[i];
+  raw.flags = static_cast<std::uint32_t>(words[limbs]);
+  sum.merge_raw(raw);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Segment i of a Rows or Offsets layout: [begin, end).
+struct Range {
+  std::uint64_t begin, end;
+};
+Range segment_range(const SegmentLayout& l, std::uint64_t i) {
+  if (l.kind == SegmentKind::Rows) return {i * l.stride, i * l.stride + l.length};
+  return {static_cast<std::uint64_t>(l.offsets[i]), static_cast<std::uint64_t>(l.offsets[i + 1])};
+}
+
+// Elements [first, first + count) of the input: in place when it lies in memory, else read.
+class Window {
+ public:
+  Window(ChunkSource& source, DType type) : source_(source), type_(type) {}
+  const void* get(std::uint64_t first, std::uint64_t count) {
+    if (const void* m = source_.memory()) return static_cast<const unsigned char*>(m) + first * size_of(type_);
+    if (buffer_.size() < count) buffer_ = HostBuffer(type_, count);
+    if (count) source_.read(first, count, buffer_.data());
+    return buffer_.data();
+  }
+  // Rows [row, row + rows) of width `cols` from `col` of a strided array, packed densely.
+  const void* tile(std::uint64_t row, std::uint64_t rows, std::uint64_t col, std::uint64_t cols, std::uint64_t stride) {
+    if (buffer_.size() < rows * cols) buffer_ = HostBuffer(type_, rows * cols);
+    const std::size_t e = size_of(type_);
+    auto* dst = static_cast<unsigned char*>(buffer_.data());
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      const std::uint64_t first = (row + r) * stride + col;
+      if (const void* m = source_.memory()) std::memcpy(dst + r * cols * e, static_cast<const unsigned char*>(m) + first * e, cols * e);
+      else source_.read(first, cols, dst + r * cols * e);
+    }
+    return buffer_.data();
+  }
+
+ private:
+  ChunkSource& source_;
+  DType type_;
+  HostBuffer buffer_;
+};
+
+// Sums of the outcomes of a call's jobs.
+struct Tally {
+  double kernel_ms = 0, transfer_ms = 0;
+  int launches = 0, jobs = 0;
+  std::uint64_t depth = 0;
+  std::string kernel, finish;
+  void add(const SegmentOutcome& o, std::uint64_t extra_depth = 0) {
+    kernel_ms += o.kernel_ms;
+    transfer_ms += o.transfer_ms;
+    launches += o.launches;
+    ++jobs;
+    depth = std::max(depth, o.depth ? o.depth + extra_depth : 0);
+    if (kernel.empty()) kernel = o.kernel;
+    else if (kernel != o.kernel && kernel.find(o.kernel) == std::string::npos) kernel += "+" + o.kernel;
+    if (finish.empty()) finish = o.finish;
+  }
+};
+
+struct Call {
+  SegmentDevice& device;
+  ChunkSource& source;
+  Op op;
+  DType type, result_type;
+  RunOptions options;
+  SegmentLayout layout;
+  std::uint64_t budget;  // elements one job may hold
+  Tally tally;
+  unsigned char* out;
+
+  SegmentOutcome job(const void* data, std::uint64_t n, const SegmentLayout& l, void* dst) {
+    SegmentJob j;
+    j.op = op;
+    j.type = type;
+    j.result_type = result_type;
+    j.options = options;
+    j.layout = l;
+    j.data = data;
+    j.n = n;
+    j.out = dst;
+    return device.reduce(j);
+  }
+  unsigned char* value_at(std::uint64_t i) const { return out + i * size_of(result_type); }
+  // dst = dst (op) part, for parts of one segment reduced apart, in order.
+  void combine_into(void* dst, const void* part) const {
+    visit_dtype(result_type, [&](auto zero) {
+      using T = decltype(zero);
+      T a, b;
+      std::memcpy(&a, dst, sizeof a);
+      std::memcpy(&b, part, sizeof b);
+      a = combine<T>(op, a, b);
+      std::memcpy(dst, &a, sizeof a);
+    });
+  }
+};
+
+// Rows and Offsets: runs of whole segments up to the budget; a segment longer than the budget
+// goes in parts whose values combine in order.
+void run_runs(Call& c) {
+  Window window(c.source, c.type);
+  const SegmentLayout& l = c.layout;
+  const std::size_t rsize = size_of(c.result_type);
+  std::vector<std::int64_t> local;
+  std::uint64_t i = 0;
+  while (i < l.count) {
+    const Range first = segment_range(l, i);
+    if (first.end - first.begin > c.budget) {  // one long segment, in parts
+      std::vector<unsigned char> part(rsize);
+      std::uint64_t parts = 0;
+      for (std::uint64_t b = first.begin; b < first.end; b += c.budget, ++parts) {
+        const std::uint64_t len = std::min(c.budget, first.end - b);
+        SegmentLayout one{SegmentKind::Rows, 1, len, len, nullptr};
+        c.tally.add(c.job(window.get(b, len), len, one, parts ? part.data() : c.value_at(i)),
+                    (first.end - first.begin + c.budget - 1) / c.budget);
+        if (parts) c.combine_into(c.value_at(i), part.data());
+      }
+      ++i;
+      continue;
+    }
+    std::uint64_t j = i + 1;  // segments [i, j) fit the budget together
+    while (j < l.count && segment_range(l, j).end - first.begin <= c.budget) ++j;
+    const std::uint64_t end = std::max(first.end, segment_range(l, j - 1).end);
+    SegmentLayout run = l;
+    run.count = j - i;
+    if (l.kind == SegmentKind::Offsets) {
+      local.assign(l.offsets + i, l.offsets + j + 1);
+      for (auto& o : local) o -= static_cast<std::int64_t>(first.begin);
+      run.offsets = local.data();
+    }
+    c.tally.add(c.job(window.get(first.begin, end - first.begin), end - first.begin, run, c.value_at(i)));
+    i = j;
+  }
+}
+
+// Columns: tiles of whole-width column bands and bands of rows; the row bands' values combine
+// in order.
+void run_columns(Call& c) {
+  Window window(c.source, c.type);
+  const SegmentLayout& l = c.layout;
+  const std::uint64_t width = std::min(l.count, c.budget);
+  const std::uint64_t height = std::max<std::uint64_t>(1, c.budget / width);
+  HostBuffer part(c.result_type, width);
+  if (l.length == 0) {  // columns of no rows: every value is the op's empty value
+    const Scalar empty = empty_segment_value(c.op, c.type, c.options.accumulator);
+    visit_dtype(c.result_type, [&](auto zero) {
+      using T = decltype(zero);
+      std::fill_n(reinterpret_cast<T*>(c.out), l.count, empty.as<T>());
+    });
+    return;
+  }
+  for (std::uint64_t col = 0; col < l.count; col += width) {
+    const std::uint64_t w = std::min(width, l.count - col);
+    for (std::uint64_t row = 0; row < l.length; row += height) {
+      const std::uint64_t h = std::min(height, l.length - row);
+      SegmentLayout tile{SegmentKind::Columns, w, h, w, nullptr};
+      void* dst = row ? part.data() : c.value_at(col);
+      c.tally.add(c.job(window.tile(row, h, col, w, l.stride), h * w, tile, dst), (l.length + height - 1) / height);
+      if (row)
+        for (std::uint64_t k = 0; k < w; ++k)
+          c.combine_into(c.value_at(col + k), static_cast<unsigned char*>(part.data()) + k * size_of(c.result_type));
+    }
+  }
+}
+
+// Exact sums: each segment in pieces of at most kExactPieceElements, the pieces' states merged
+// per segment in order and rounded once. Pieces go to the device in batches whose data fit the
+// budget; a segment's state stays open until its last piece is in.
+class ExactSink {
+ public:
+  ExactSink(Call& c) : c_(c) {}
+  void add(std::uint64_t segment, const std::int64_t* words) {
+    advance(segment);
+    merge_piece(sums_[segment - base_], words, c_.type);
+  }
+  // Every segment below `segment` (outside the open window) is complete.
+  void advance(std::uint64_t segment) {
+    while (segment >= base_ + sums_.size()) close_window();
+  }
+  void finish() { advance(c_.layout.count + sums_.size()); }
+  void set_window(std::size_t w) { sums_.assign(w, ExactSum{}); }
+
+ private:
+  void close_window() {
+    for (std::size_t k = 0; k < sums_.size() && base_ + k < c_.layout.count; ++k) {
+      unsigned char* dst = c_.value_at(base_ + k);
+      if (c_.type == DType::F32) {
+        const float v = sums_[k].to_float();
+        std::memcpy(dst, &v, sizeof v);
+      } else {
+        const double v = sums_[k].to_double();
+        std::memcpy(dst, &v, sizeof v);
+      }
+      sums_[k].clear();
+    }
+    base_ += sums_.size();
+  }
+  Call& c_;
+  std::vector<ExactSum> sums_{1};
+  std::uint64_t base_ = 0;
+};
+
+void run_exact(Call& c) {
+  const SegmentLayout& l = c.layout;
+  const int words = exact_piece_words(c.type);
+  // Batches of at most 2^18 pieces (46 MiB of f32 states, 145 MiB of f64 states).
+  constexpr std::size_t kBatch = std::size_t{1} << 18;
+  Window window(c.source, c.type);
+  ExactSink sink(c);
+  std::vector<ExactPiece> pieces;
+  std::vector<std::uint64_t> owner;
+  std::vector<std::int64_t> states;
+  std::uint64_t lo = 0, hi = 0;
+  const auto flush = [&] {
+    if (pieces.empty()) return;
+    for (auto& p : pieces) p.first -= static_cast<std::int64_t>(lo);
+    states.resize(pieces.size() * static_cast<std::size_t>(words));
+    c.tally.add(c.device.exact_pieces(window.get(lo, hi - lo), hi - lo, c.type, pieces, states.data(), c.options));
+    for (std::size_t p = 0; p < pieces.size(); ++p) sink.add(owner[p], states.data() + p * static_cast<std::size_t>(words));
+    pieces.clear();
+    owner.clear();
+  };
+  const auto piece = [&](std::uint64_t segment, std::uint64_t first, std::uint64_t count, std::uint64_t step) {
+    const std::uint64_t end = first + (count - 1) * step + 1;
+    if (!pieces.empty() && (pieces.size() == kBatch || std::max(hi, end) - std::min(lo, first) > c.budget)) flush();
+    if (pieces.empty()) lo = first, hi = end;
+    lo = std::min(lo, first);
+    hi = std::max(hi, end);
+    pieces.push_back({static_cast<std::int64_t>(first), static_cast<std::int64_t>(count), static_cast<std::int64_t>(step)});
+    owner.push_back(segment);
+  };
+  if (l.kind == SegmentKind::Columns) {
+    // Bands of columns; in each, pieces row band by row band, so that a batch's data stay near.
+    const std::uint64_t width = std::min<std::uint64_t>(l.count, 4096);
+    const std::uint64_t rows = std::max<std::uint64_t>(
+        1, std::min<std::uint64_t>(kExactPieceElements, c.budget > width ? (c.budget - width) / l.stride + 1 : 1));
+    sink.set_window(width);
+    for (std::uint64_t col = 0; col < l.count; col += width)
+      for (std::uint64_t row = 0; row < l.length; row += rows)
+        for (std::uint64_t k = col; k < std::min(l.count, col + width); ++k)
+          piece(k, row * l.stride + k, std::min(rows, l.length - row), l.stride);
+  } else {
+    const auto piece_len = static_cast<std::uint64_t>(kExactPieceElements);
+    const std::uint64_t len = std::min(piece_len, c.budget);
+    for (std::uint64_t i = 0; i < l.count; ++i) {
+      const Range r = segment_range(l, i);
+      for (std::uint64_t b = r.begin; b < r.end; b += len) piece(i, b, std::min(len, r.end - b), 1);
+    }
+  }
+  flush();
+  sink.finish();
+}
+
+// How many bytes a call reads and writes.
+std::uint64_t bytes_read(const SegmentLayout& l, DType type) {
+  return l.elements() * size_of(type) + (l.kind == SegmentKind::Offsets ? (l.count + 1) * sizeof(std::int64_t) : 0);
+}
+
+}  // namespace
+
+SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
+                             ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options) {
+  check_options(options);
+  const DType type = source.type();
+  const auto list = device.kernels();
+  const auto k = std::find_if(list.begin(), list.end(), [&](const KernelInfo& i) { return i.name == options.kernel; });
+  if (k == list.end()) {
+    std::string known;
+    for (const auto& i : list) known += (known.empty() ? "" : ", ") + i.name;
+    throw InvalidArgument("unknown " + std::string(backend) + " segment strategy '" + printable(options.kernel) +
+                          "' (known: " + known + ")");
+  }
+  check_request(*k, op, type, 1, backend, options.exact);
+  if (!k->reduces(layout.kind))
+    throw InvalidArgument(std::string(backend) + " segment strategy '" + k->name + "' does not reduce " +
+                          std::string(to_string(layout.kind)));
+  if (layout.span() > source.size())
+    throw InvalidArgument("the layout reaches element " + std::to_string(layout.span()) + " but the input has " +
+                          std::to_string(source.size()));
+
+  const bool exact = options.exact && exact_applies(op, type);
+  SegmentedResult result;
+  result.kind = layout.kind;
+  result.values = HostBuffer(result_dtype(op, type, options.accumulator), layout.count);
+  Result& r = result.record;
+  r.kernel = k->name;
+  r.repeats = options.repeat;
+  r.path = source.memory() ? "resident" : "stream";
+
+  if (layout.count) {
+    Call c{device, source, op, type, result.values.type(), options, layout, 0, {},
+           static_cast<unsigned char*>(result.values.data())};
+    std::uint64_t budget = device.max_job_bytes(options) / size_of(type);
+    if (!budget) budget = std::numeric_limits<std::uint64_t>::max();
+    if (options.chunk_elements) budget = std::min(budget, options.chunk_elements);
+    if (!source.memory()) budget = std::min(budget, chunk_elements(options, size_of(type), 2, std::uint64_t{256} << 20));
+    c.budget = std::max<std::uint64_t>(budget, 1);
+    const auto t0 = Clock::now();
+    if (exact) run_exact(c);
+    else if (layout.kind == SegmentKind::Columns) run_columns(c);
+    else run_runs(c);
+    const double wall = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    r.kernel = c.tally.kernel;
+    r.finish = c.tally.finish;
+    r.launches = c.tally.launches;
+    r.kernel_ms = c.tally.kernel_ms;
+    r.transfer_ms = c.tally.transfer_ms;
+    r.chunks = static_cast<std::uint64_t>(c.tally.jobs);
+    if (exact) {
+      r.finish = "exact pieces, merged and rounded on the host";
+      result.rounding_depth = 1;
+    } else {
+      result.rounding_depth = c.tally.depth;
+    }
+    if (c.tally.jobs > 1 || !source.memory()) {
+      r.total_ms = wall;
+      r.path = (source.memory() ? "resident, " : "stream, ") + std::to_string(c.tally.jobs) + " jobs";
+    }
+  } else {
+    r.finish = "none (no segments)";
+  }
+  result.bytes_read = bytes_read(layout, type);
+  result.bytes_written = layout.count * size_of(result.values.type());
+  fill_identity(r, backend, layout.elements(), op, type);
+  const double ms = r.total_ms > 0 ? r.total_ms : r.kernel_ms;
+  r.bytes_per_s = ms > 0 ? static_cast<double>(result.bytes_read + result.bytes_written) / (ms * 1e-3) : 0;
+  r.device = device_name;
+  r.value = Scalar::of<std::int64_t>(0);
+  return result;
+}
+
+}  // namespace detail
+
+// ---- the Reducer entry points ----
+
+std::vector<KernelInfo> Reducer::segment_kernels() { return segment_device().kernels(); }
+
+KernelInfo Reducer::segment_kernel(std::string_view name) {
+  const auto list = segment_kernels();
+  for (const auto& k : list)
+    if (k.name == name) return k;
+  std::string known;
+  for (const auto& k : list) known += (known.empty() ? "" : ", ") + k.name;
+  throw InvalidArgument("unknown " + backend() + " segment strategy '" + printable(name) + "' (known: " + known + ")");
+}
+
+SegmentedResult Reducer::reduce_axis(const HostMatrix& in, int axis, Op op, const RunOptions& options) {
+  const SegmentLayout layout = axis_layout(in.shape, axis);
+  if (layout.span() > 0 && in.data == nullptr) throw InvalidArgument("reduce_axis: null data pointer");
+  ArraySource source(HostArray{in.data, layout.span(), in.type});
+  return reduce_axis(source, in.shape, axis, op, options);
+}
+
+SegmentedResult Reducer::reduce_axis(ChunkSource& source, const MatrixShape& shape, int axis, Op op,
+                                     const RunOptions& options) {
+  const SegmentLayout layout = axis_layout(shape, axis);
+  std::lock_guard lock(mutex_);
+  return detail::run_segments(segment_device(), backend(), device(), source, layout, op, options);
+}
+
+SegmentedResult Reducer::reduce_segments(HostArray in, std::span<const std::int64_t> offsets, Op op,
+                                         const RunOptions& options) {
+  if (in.n > 0 && in.data == nullptr) throw InvalidArgument("reduce_segments: null data pointer with n > 0");
+  ArraySource source(in);
+  return reduce_segments(source, offsets, op, options);
+}
+
+SegmentedResult Reducer::reduce_segments(ChunkSource& source, std::span<const std::int64_t> offsets, Op op,
+                                         const RunOptions& options) {
+  check_offsets(offsets, source.size());
+  SegmentLayout layout;
+  layout.kind = SegmentKind::Offsets;
+  layout.count = offsets.size() - 1;
+  layout.offsets = offsets.data();
+  std::lock_guard lock(mutex_);
+  return detail::run_segments(segment_device(), backend(), device(), source, layout, op, options);
+}
+
+// ---- the host reference ----
+
+SegmentReference reference_segments(HostArray data, const SegmentLayout& layout, Op op, Accumulator acc) {
+  if (layout.span() > data.n)
+    throw InvalidArgument("reference_segments: the layout reaches element " + std::to_string(layout.span()) +
+                          " of an input of " + std::to_string(data.n));
+  SegmentReference ref;
+  ref.op = op;
+  ref.type = data.type;
+  ref.values = HostBuffer(result_dtype(op, data.type, acc), layout.count);
+  ref.length.resize(layout.count);
+  const bool float_sum = op == Op::Sum && is_float(data.type);
+  if (is_float(data.type) && (op == Op::Sum || op == Op::Prod)) ref.magnitude.resize(layout.count);
+  visit_dtype(data.type, [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = static_cast<const T*>(data.data);
+    // Segments are independent: in parallel, a column gathered by each thread into its own buffer.
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(layout.count); ++signed_i) {
+      const auto i = static_cast<std::uint64_t>(signed_i);
+      std::vector<T> gathered;
+      const T* seg = nullptr;
+      std::uint64_t len = 0;
+      if (layout.kind == SegmentKind::Columns) {
+        gathered.resize(layout.length);
+        for (std::uint64_t r = 0; r < layout.length; ++r) gathered[r] = x[i + r * layout.stride];
+        seg = gathered.data();
+        len = layout.length;
+      } else {
+        const detail::Range rg = detail::segment_range(layout, i);
+        seg = x + rg.begin;
+        len = rg.end - rg.begin;
+      }
+      ref.length[i] = len;
+      Scalar v = empty_segment_value(op, data.type, acc);
+      if constexpr (std::is_floating_point_v<T>) {
+        if (len && len <= 2 && float_sum) {  // one rounding of one addition is the exact sum rounded once
+          v = Scalar::of<T>(len == 1 ? seg[0] : seg[0] + seg[1]);
+          ref.magnitude[i] = std::fabs(static_cast<double>(seg[0])) + (len == 2 ? std::fabs(static_cast<double>(seg[1])) : 0);
+        } else if (len && float_sum) {
+          ExactSum sum;
+          double magnitude = 0;
+          for (std::uint64_t k = 0; k < len; ++k) magnitude += std::fabs(static_cast<double>(seg[k]));
+          sum.add(seg, len);
+          v = detail::round_exact(sum.raw(), data.type);
+          ref.magnitude[i] = magnitude;
+        } else if (len && op == Op::Prod && is_float(data.type)) {
+          long double product = 1;
+          for (std::uint64_t k = 0; k < len; ++k) product *= seg[k];
+          v = Scalar::of<T>(static_cast<T>(product));
+          ref.magnitude[i] = std::fabs(static_cast<double>(product));
+        }
+      }
+      if (len && !(is_float(data.type) && (op == Op::Sum || op == Op::Prod))) {
+        visit_dtype(ref.values.type(), [&](auto r) {
+          using R = decltype(r);  // the accumulator: T, or the 64-bit integer of a wide sum
+          R value = identity<R>(op);
+          for (std::uint64_t k = 0; k < len; ++k) value = combine<R>(op, value, static_cast<R>(seg[k]));
+          v = Scalar::of<R>(value);
+        });
+      }
+      visit_dtype(ref.values.type(), [&](auto r) {
+        using R = decltype(r);
+        ref.values.as<R>()[i] = v.as<R>();
+      });
+    }
+  });
+  return ref;
+}
+
+SegmentAgreement check_segments(const SegmentedResult& result, const SegmentReference& ref, bool exact) {
+  SegmentAgreement a;
+  a.count = ref.values.size();
+  if (result.values.size() != ref.values.size() || result.values.type() != ref.values.type()) {
+    a.detail = std::to_string(result.values.size()) + " values of " + std::string(to_string(result.values.type())) +
+               " where the reference has " + std::to_string(ref.values.size()) + " of " +
+               std::string(to_string(ref.values.type()));
+    a.first_bad = 0;
+    return a;
+  }
+  const std::size_t size = size_of(ref.values.type());
+  const auto* got = static_cast<const unsigned char*>(result.values.data());
+  const auto* want = static_cast<const unsigned char*>(ref.values.data());
+  // check_result's verdict on value i.
+  const auto judge = [&](std::uint64_t i) {
+    Result r;
+    r.value = result.value(i);
+    r.rounding_depth = result.rounding_depth ? std::min<std::uint64_t>(result.rounding_depth, ref.length[i]) : ref.length[i];
+    Reference expected;
+    expected.value = detail::scalar_from_bytes(ref.values.type(), want + i * size);
+    expected.n = ref.length[i];
+    expected.op = ref.op;
+    expected.type = ref.type;
+    if (!ref.magnitude.empty()) expected.magnitude = ref.magnitude[i];
+    return check_result(r, expected, exact);
+  };
+  std::uint64_t agree = 0, first_bad = a.count;
+#pragma omp parallel for schedule(dynamic, 4096) reduction(+ : agree) reduction(min : first_bad)
+  for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(a.count); ++signed_i) {
+    const auto i = static_cast<std::uint64_t>(signed_i);
+    // The same bits agree under every rule; anything else goes to check_result.
+    if (std::memcmp(got + i * size, want + i * size, size) == 0 || judge(i).ok) ++agree;
+    else first_bad = std::min(first_bad, i);
+  }
+  a.agree = agree;
+  if (first_bad < a.count) {
+    a.first_bad = first_bad;
+    a.detail = "value " + std::to_string(first_bad) + ": " + judge(first_bad).detail;
+  }
+  if (a.ok()) a.detail = "all " + std::to_string(a.count) + " values agree";
+  return a;
+}
+
+}  // namespace xr

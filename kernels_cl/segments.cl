@@ -1,0 +1,724 @@
+// xreduce: segmented reductions (xreduce/segments.hpp) on OpenCL devices. A program is reduce.cl
+// followed by this file, built with reduce.cl's -D options and these (build_options in
+// backends/opencl/src/segments.cpp), so the element and accumulator types (in_t, acc_t), the op
+// (xr_op, XR_STEP, XR_DEFINE_OP), its identity (XR_IDENTITY) and XR_CAT come from there, from the
+// same definitions as the whole-array kernels. This file adds:
+//
+//   XR_EMPTY      the value of an empty segment (xr::empty_value: +0 for float sums)
+//   XR_SEG_MODE   what the items of xr_seg_team are (below)
+//   XR_TEAM       work-items per item (a power of two dividing the work-group); 0: run-time
+//   XR_SEGS       items each team reduces per round, their first loads issued together
+//   XR_PACK_W     elements per load: 1, or a vector of 2 or 4 (rows and columns whose start,
+//                 length and stride are multiples of it; the host checks)
+//   XR_UNROLL     loads of one lane in flight within one item
+//   XR_FIT        1: every lane reads exactly XR_UNROLL loads of every item (rows whose length
+//                 is team * pack * unroll)
+//   XR_RUN_W, XR_RUN_ACCS  CPU kernels: vector width and vector accumulators of a contiguous run
+//   XR_ROW_LEN    CPU rows: a power of two <= 16 when every row is that long and rows are dense
+//   XR_NARROW     CPU columns: the column count when it divides 16 and rows are dense
+//   XR_COLUMN_ROWS  CPU columns: rows combined per pass over a block's values
+//   XR_SEG_EXACT  1: only xr_seg_exact, for an f32 or f64 input
+//
+// A segment of the Offsets layout is [clamp(offsets[i], 0, n), clamp(offsets[i + 1], begin, n)):
+// the host validates offsets, and the device never reads outside [0, n) whatever they hold.
+// Every value starts from the op's identity (-0 for float sums, so that a sum of -0 terms is
+// -0); a segment with no element gets XR_EMPTY instead.
+
+#ifndef XR_SEG_MODE
+#define XR_SEG_MODE 0
+#endif
+#ifndef XR_TEAM
+#define XR_TEAM 1
+#endif
+#ifndef XR_SEGS
+#define XR_SEGS 1
+#endif
+#ifndef XR_PACK_W
+#define XR_PACK_W 1
+#endif
+#ifndef XR_UNROLL
+#define XR_UNROLL 4
+#endif
+#ifndef XR_FIT
+#define XR_FIT 0
+#endif
+#ifndef XR_RUN_W
+#define XR_RUN_W 16
+#endif
+#ifndef XR_RUN_ACCS
+#define XR_RUN_ACCS 4
+#endif
+#ifndef XR_ROW_LEN
+#define XR_ROW_LEN 0
+#endif
+#ifndef XR_NARROW
+#define XR_NARROW 0
+#endif
+#ifndef XR_COLUMN_ROWS
+#define XR_COLUMN_ROWS 4
+#endif
+
+// The items of xr_seg_team. Rows, offsets and binned items are whole segments written to
+// out[segment]; row parts and tasks are parts of segments, written to partials[item] when the
+// segment has more than one part; spans combine those partials (the program's input type is then
+// the accumulator) into out[segment].
+#define XR_ROWS 0       // item s: elements [s * stride, s * stride + length)
+#define XR_OFFSETS 1    // item s: segment s of the offsets
+#define XR_BINNED 2     // items of three lists of segments (xr_seg_plan), each with its team size
+#define XR_ROW_PARTS 3  // item k: part k % parts of row k / parts, `parts` equal parts per row
+#define XR_TASKS 4      // item k: tasks[2k] = segment, tasks[2k + 1] = part << 32 | parts
+#define XR_SPANS 5      // item k: spans[3k] = segment, its partials [spans[3k + 1], + spans[3k + 2])
+
+#define XR_NONE (~0UL)
+#define XR_EMPTY_ACC ((acc_t)(XR_EMPTY))
+
+// ---- loads of XR_PACK_W elements ("units") -------------------------------------------------
+
+#if XR_PACK_W > 1
+typedef XR_CAT(XR_IN_T, XR_PACK_W) unit_t;
+typedef XR_CAT(XR_ACC_T, XR_PACK_W) unit_acc_t;
+XR_DEFINE_OP(unit_op, unit_acc_t, XR_PACK_W)
+#define XR_UNIT(x) XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_PACK_W))(x)
+// The lanes of a unit accumulator combined in order.
+inline acc_t unit_total(unit_acc_t v) {
+  acc_t lanes[XR_PACK_W];
+  XR_CAT(vstore, XR_PACK_W)(v, 0, lanes);
+  acc_t a = lanes[0];
+#pragma unroll
+  for (uint j = 1; j < XR_PACK_W; ++j) a = xr_op(a, lanes[j]);
+  return a;
+}
+#define XR_UNIT_STORE(v, dst) XR_CAT(vstore, XR_PACK_W)((v), 0, (dst))
+#else
+typedef in_t unit_t;
+typedef acc_t unit_acc_t;
+#define unit_op xr_op
+#define XR_UNIT(x) ((acc_t)(x))
+inline acc_t unit_total(acc_t v) { return v; }
+#define XR_UNIT_STORE(v, dst) (*(dst) = (v))
+#endif
+#define XR_UNIT_IDENTITY ((unit_acc_t)(XR_IDENTITY))
+
+// Segment s of the offsets, clamped into [0, n).
+inline void offset_bounds(__global const long* offsets, ulong s, ulong n, ulong* b, ulong* e) {
+  const long lo = clamp(offsets[s], 0L, (long)n);
+  *b = (ulong)lo;
+  *e = (ulong)clamp(offsets[s + 1], lo, (long)n);
+}
+
+// Part `part` of `parts` equal parts of [b, e) (the last ones may be short or empty).
+inline void part_bounds(ulong part, ulong parts, ulong* b, ulong* e) {
+  const ulong chunk = (*e - *b + parts - 1) / parts;
+  *b = min(*e, *b + part * chunk);
+  *e = min(*e, *b + chunk);
+}
+
+#if !XR_SEG_EXACT
+
+// ---- teams: XR_TEAM work-items per item ----------------------------------------------------
+
+typedef struct {
+  ulong b, e;  // units of the item
+  ulong seg;   // its segment
+  ulong slot;  // partials[slot], for a part of a split segment
+  int dest;    // 0: partials[slot]; 1: out[seg], XR_EMPTY when the segment is empty; 2: out[seg]
+  int valid;
+} seg_item;
+
+// Item k of `total` (k beyond: item total - 1's units, read but never written). Segment numbers
+// read from lists, tasks and spans are kept below `segments` and spans inside [0, n), so that
+// entries the planning kernel did not write (offsets other than the host planned from) read
+// nothing outside the buffers.
+inline seg_item item_at(ulong k, ulong total, ulong n, __global const long* offsets, __global const ulong* items,
+                        ulong segments, ulong length, ulong stride, ulong parts) {
+  seg_item it;
+  it.valid = k < total;
+  if (!it.valid) k = total - 1;
+  it.slot = k;
+  it.dest = 1;
+#if XR_SEG_MODE == XR_ROWS
+  it.seg = k;
+  it.b = k * (stride / XR_PACK_W);
+  it.e = it.b + length / XR_PACK_W;
+#elif XR_SEG_MODE == XR_OFFSETS
+  it.seg = k;
+  offset_bounds(offsets, k, n, &it.b, &it.e);
+#elif XR_SEG_MODE == XR_BINNED
+  it.seg = min(items[k], segments - 1);
+  offset_bounds(offsets, it.seg, n, &it.b, &it.e);
+#elif XR_SEG_MODE == XR_ROW_PARTS
+  it.seg = k / parts;
+  it.b = it.seg * (stride / XR_PACK_W);
+  it.e = it.b + length / XR_PACK_W;
+  part_bounds(k % parts, parts, &it.b, &it.e);
+  if (parts > 1) it.dest = 0;
+#elif XR_SEG_MODE == XR_TASKS
+  it.seg = min(items[2 * k], segments - 1);
+  const ulong packed = items[2 * k + 1];
+  const ulong task_parts = packed & 0xffffffffUL;
+  offset_bounds(offsets, it.seg, n, &it.b, &it.e);
+  part_bounds(packed >> 32, task_parts, &it.b, &it.e);
+  if (task_parts > 1) it.dest = 0;
+#elif XR_SEG_MODE == XR_SPANS
+  it.seg = min(items[3 * k], segments - 1);
+  it.b = min(items[3 * k + 1], n);
+  it.e = min(n, it.b + min(items[3 * k + 2], n));
+  it.dest = 2;
+#else
+#error "unknown XR_SEG_MODE"
+#endif
+  return it;
+}
+
+// xr_seg_team: teams of G work-items, each team reducing XR_SEGS items per round (grid-stride over
+// rounds). Lane t of a team reads units b + t, b + t + G, ... of its item (neighbouring lanes read
+// neighbouring units: coalesced), first XR_UNROLL units of each of the XR_SEGS items, all issued
+// together, then the rest of each item XR_UNROLL at a time. The team's G values are combined in
+// local memory, neighbours first (lanes 1, 2, 4, ... apart; a team of the whole work-group need
+// not be a power of two), and lane 0 writes: an item of at most G units is summed pairwise in its
+// own order, as close to the order of a sequential sum as a tree gets (a segment [x, -max, max,
+// y, max] stays finite, where pairing lanes G/2 apart adds max to max). With G = 1 the work-item is the team; with
+// G = the work-group size, one work-group reduces one item.
+//
+// XR_BINNED: work-groups [first[b], first[b + 1]) reduce list b (items + b * count, bin_items[b]
+// long) with teams of bin_team[b].
+__kernel void xr_seg_team(__global const in_t* in, ulong offset, ulong n, __global const long* offsets,
+                          __global const ulong* items, ulong segments, ulong count, ulong length, ulong stride,
+                          ulong parts, uint team_arg, uint4 bin_team, uint4 bin_first, ulong4 bin_items,
+                          __global acc_t* out, __global acc_t* partials, __local acc_t* scratch) {
+  in += offset;
+  __global const unit_t* units = (__global const unit_t*)in;
+  const uint L = (uint)get_local_size(0);
+  const uint lid = (uint)get_local_id(0);
+  ulong group = get_group_id(0), groups = get_num_groups(0), total = count;
+#if XR_SEG_MODE == XR_BINNED
+  const uint g = (uint)group;
+  const uint bin = g < bin_first.y ? 0u : g < bin_first.z ? 1u : 2u;
+  const uint G = bin == 0u ? bin_team.x : bin == 1u ? bin_team.y : bin_team.z;
+  const uint first = bin == 0u ? 0u : bin == 1u ? bin_first.y : bin_first.z;
+  const uint end = bin == 0u ? bin_first.y : bin == 1u ? bin_first.z : bin_first.w;
+  group -= first;
+  groups = end - first;
+  total = bin == 0u ? bin_items.x : bin == 1u ? bin_items.y : bin_items.z;
+  items += bin * count;
+#elif XR_TEAM > 0
+  const uint G = XR_TEAM;
+#else
+  const uint G = team_arg;
+#endif
+#if XR_SEG_MODE == XR_ROW_PARTS
+  total = count * parts;
+#endif
+  const uint teams = L / G;
+  const uint t = lid % G, team = lid / G;
+  const ulong per_round = (ulong)teams * XR_SEGS;
+
+  for (ulong round = group; round * per_round < total; round += groups) {
+    seg_item it[XR_SEGS];
+    unit_acc_t acc[XR_SEGS];
+#pragma unroll
+    for (uint i = 0; i < XR_SEGS; ++i) {
+      it[i] = item_at(round * per_round + (ulong)i * teams + team, total, n, offsets, items, segments, length, stride,
+                      parts);
+      acc[i] = XR_UNIT_IDENTITY;
+    }
+#pragma unroll
+    for (uint i = 0; i < XR_SEGS; ++i) {
+#pragma unroll
+      for (uint u = 0; u < XR_UNROLL; ++u) {
+        const ulong j = it[i].b + t + (ulong)u * G;
+#if XR_FIT
+        acc[i] = unit_op(acc[i], XR_UNIT(units[j]));
+#else
+        acc[i] = unit_op(acc[i], j < it[i].e ? XR_UNIT(units[j]) : XR_UNIT_IDENTITY);
+#endif
+      }
+    }
+#if !XR_FIT
+#pragma unroll
+    for (uint i = 0; i < XR_SEGS; ++i) {
+      const ulong e = it[i].e;
+      ulong j = it[i].b + t + (ulong)XR_UNROLL * G;
+      for (; j + (ulong)(XR_UNROLL - 1) * G < e; j += (ulong)XR_UNROLL * G) {
+        unit_t x[XR_UNROLL];
+#pragma unroll
+        for (uint u = 0; u < XR_UNROLL; ++u) x[u] = units[j + (ulong)u * G];
+#pragma unroll
+        for (uint u = 0; u < XR_UNROLL; ++u) acc[i] = unit_op(acc[i], XR_UNIT(x[u]));
+      }
+      for (; j < e; j += G) acc[i] = unit_op(acc[i], XR_UNIT(units[j]));
+    }
+#endif
+    acc_t v[XR_SEGS];
+#pragma unroll
+    for (uint i = 0; i < XR_SEGS; ++i) v[i] = unit_total(acc[i]);
+#if XR_TEAM != 1
+    if (G > 1) {
+#pragma unroll
+      for (uint i = 0; i < XR_SEGS; ++i) scratch[i * L + lid] = v[i];
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (uint h = 1; h < G; h *= 2) {
+        if ((t & (2 * h - 1)) == 0 && t + h < G) {
+#pragma unroll
+          for (uint i = 0; i < XR_SEGS; ++i)
+            scratch[i * L + lid] = xr_op(scratch[i * L + lid], scratch[i * L + lid + h]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+#pragma unroll
+      for (uint i = 0; i < XR_SEGS; ++i) v[i] = scratch[i * L + lid];
+    }
+#endif
+    if (t == 0) {
+#pragma unroll
+      for (uint i = 0; i < XR_SEGS; ++i) {
+        if (!it[i].valid) continue;
+        if (it[i].dest == 0) partials[it[i].slot] = v[i];
+        else out[it[i].seg] = (it[i].dest == 1 && it[i].b == it[i].e) ? XR_EMPTY_ACC : v[i];
+      }
+    }
+  }
+}
+
+// The inclusive sum of v over the work-group (log2 L steps in `scan`, which then holds every
+// work-item's sum: scan[L - 1] is the group's total).
+inline ulong group_scan(__local ulong* scan, ulong v, uint lid, uint L) {
+  scan[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint d = 1; d < L; d *= 2) {
+    const ulong x = lid >= d ? scan[lid - d] : 0UL;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    scan[lid] += x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  return scan[lid];
+}
+
+// xr_seg_plan: sorts the segments into the lists of the binned strategy and the tasks of split
+// segments. Segment s of length len goes to list b, the first with len <= limits[b] (b < 3), or
+// else to parts = max(1, ceil(len / part)) consecutive tasks (XR_TASKS), and when parts > 1 to one
+// span (XR_SPANS) that combines their partials. A work-group places its segments in order (scans
+// of their counts: 16-bit fields of one word for the lists and spans, a word for the tasks) and
+// reserves their places with one global atomic per kind, counters[0..2] the lists, counters[3]
+// the tasks, counters[4] the spans (zero before the launch): a list is runs of segments in order,
+// one per work-group, so that teams read neighbouring segments. The host sized the tasks and
+// spans from the same offsets (task_room, span_room); nothing is written beyond them whatever the
+// offsets hold.
+__kernel void xr_seg_plan(__global const long* offsets, ulong n, ulong count, long4 limits, ulong part,
+                          __global ulong* lists, __global ulong* tasks, ulong task_room, __global ulong* spans,
+                          ulong span_room, __global uint* counters, __local ulong* scan) {
+  __local ulong bases[5];
+  const uint lid = (uint)get_local_id(0);
+  const uint L = (uint)get_local_size(0);
+  for (ulong base = get_group_id(0) * L; base < count; base += get_num_groups(0) * L) {
+    const ulong s = base + lid;
+    const int valid = s < count;
+    ulong b = 0, e = 0;
+    if (valid) offset_bounds(offsets, s, n, &b, &e);
+    const long len = (long)(e - b);
+    const uint kind = len <= limits.x ? 0u : len <= limits.y ? 1u : len <= limits.z ? 2u : 3u;
+    const ulong parts = valid && kind == 3u ? max(1UL, (e - b + part - 1) / part) : 0UL;
+    const ulong mine = !valid ? 0UL : kind < 3u ? 1UL << (16 * kind) : parts > 1UL ? 1UL << 48 : 0UL;
+    const ulong before = group_scan(scan, mine, lid, L) - mine;
+    if (lid == 0) {
+      const ulong total = scan[L - 1];
+      for (uint k = 0; k < 3; ++k) bases[k] = atomic_add(&counters[k], (uint)((total >> (16 * k)) & 0xffffUL));
+      bases[4] = atomic_add(&counters[4], (uint)(total >> 48));
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong task = group_scan(scan, parts, lid, L) - parts;
+    if (lid == 0) bases[3] = atomic_add(&counters[3], (uint)scan[L - 1]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (valid) {
+      if (kind < 3u) {
+        lists[kind * count + bases[kind] + ((before >> (16 * kind)) & 0xffffUL)] = s;
+      } else {
+        const ulong first = bases[3] + task;
+        for (ulong p = 0; p < parts && first + p < task_room; ++p) {
+          tasks[2 * (first + p)] = s;
+          tasks[2 * (first + p) + 1] = (p << 32) | parts;
+        }
+        const ulong span = bases[4] + (before >> 48);
+        if (parts > 1UL && span < span_room) {
+          spans[3 * span] = s;
+          spans[3 * span + 1] = first;
+          spans[3 * span + 2] = parts;
+        }
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+// ---- columns -------------------------------------------------------------------------------
+
+// xr_seg_columns: value c = op over rows r < rows of in[r * stride + c]. A work-group is W
+// columns units wide (neighbouring work-items read neighbouring units: coalesced) and L / W rows
+// tall, and covers one band of band_rows rows of one block of W units (grid-stride over blocks x
+// bands); its rows go in turn to its row lanes, XR_UNROLL loads in flight each, and the row lanes
+// of a unit are combined in local memory, neighbours first (as xr_seg_team's teams). A narrow
+// matrix (W small) has many row lanes, so that a work-group still reads L neighbouring units. One
+// band writes the values; several write partials[band * cols + c], which a second launch reduces
+// as a matrix of `bands` rows.
+__kernel void xr_seg_columns(__global const in_t* in, ulong offset, ulong rows, ulong cols, ulong stride, uint W,
+                             ulong band_rows, ulong bands, __global acc_t* out, __global acc_t* partials,
+                             __local unit_acc_t* scratch) {
+  in += offset;
+  const uint L = (uint)get_local_size(0);
+  const uint lid = (uint)get_local_id(0);
+  const uint lanes = L / W;
+  const uint w = lid % W, lane = lid / W;
+  const ulong units = cols / XR_PACK_W;
+  const ulong unit_stride = stride / XR_PACK_W;
+  const ulong blocks = (units + W - 1) / W;
+  __global const unit_t* base = (__global const unit_t*)in;
+  for (ulong g = get_group_id(0); g < blocks * bands; g += get_num_groups(0)) {
+    const ulong block = g % blocks, band = g / blocks;
+    const ulong c = block * W + w;
+    const ulong r_end = min(rows, (band + 1) * band_rows);
+    unit_acc_t acc = XR_UNIT_IDENTITY;
+    if (c < units && lane < lanes) {
+      ulong r = band * band_rows + lane;
+      for (; r + (ulong)(XR_UNROLL - 1) * lanes < r_end; r += (ulong)XR_UNROLL * lanes) {
+        unit_t x[XR_UNROLL];
+#pragma unroll
+        for (uint u = 0; u < XR_UNROLL; ++u) x[u] = base[(r + (ulong)u * lanes) * unit_stride + c];
+#pragma unroll
+        for (uint u = 0; u < XR_UNROLL; ++u) acc = unit_op(acc, XR_UNIT(x[u]));
+      }
+      for (; r < r_end; r += lanes) acc = unit_op(acc, XR_UNIT(base[r * unit_stride + c]));
+    }
+    scratch[lid] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = 1; h < lanes; h *= 2) {
+      if ((lane & (2 * h - 1)) == 0 && lane + h < lanes) scratch[lid] = unit_op(scratch[lid], scratch[lid + h * W]);
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lane == 0 && c < units) {
+      __global acc_t* dst = bands == 1 ? out : partials + band * cols;
+      XR_UNIT_STORE(scratch[w], dst + c * XR_PACK_W);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+// ---- CPU devices: one work-item per block --------------------------------------------------
+
+typedef XR_CAT(XR_ACC_T, XR_RUN_W) run_acc_t;
+XR_DEFINE_OP(run_op, run_acc_t, XR_RUN_W)
+#define XR_RUN(x) XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_RUN_W))(x)
+#define XR_RUN_LOAD(p) XR_RUN(XR_CAT(vload, XR_RUN_W)(0, (p)))
+
+// The lanes of a vector accumulator combined pairwise, halves first: log2 XR_RUN_W dependent
+// steps where one lane after another took XR_RUN_W, for every segment.
+inline acc_t run_total(run_acc_t v) {
+  acc_t lanes[XR_RUN_W];
+  XR_CAT(vstore, XR_RUN_W)(v, 0, lanes);
+#pragma unroll
+  for (uint h = XR_RUN_W / 2; h > 0; h /= 2) {
+#pragma unroll
+    for (uint j = 0; j < h; ++j) lanes[j] = xr_op(lanes[j], lanes[j + h]);
+  }
+  return lanes[0];
+}
+
+#if XR_RUN_W > 16
+#error "XR_RUN_W lanes need as many entries in xr_lane_index"
+#endif
+#if XR_ACC_BYTES == 4
+#define XR_MASK_T int
+#else
+#define XR_MASK_T long
+#endif
+typedef XR_CAT(XR_MASK_T, XR_RUN_W) run_mask_t;
+__constant int xr_lane_index[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+// The XR_RUN_W elements that end at element e (e >= XR_RUN_W), those before element `from` as the
+// identity: a ragged end (or a short segment) in one vector load instead of a chain of scalar
+// steps, reading only elements of the input.
+inline run_acc_t run_last(__global const in_t* in, ulong from, ulong e) {
+  const run_mask_t lane =
+      XR_CAT(convert_, XR_CAT(XR_MASK_T, XR_RUN_W))(XR_CAT(vload, XR_RUN_W)(0, xr_lane_index));
+  const run_mask_t keep = lane >= (run_mask_t)((XR_MASK_T)(from - (e - XR_RUN_W)));
+  return select((run_acc_t)(XR_IDENTITY), XR_RUN_LOAD(in + e - XR_RUN_W), keep);
+}
+
+// op over [b, e) of in, contiguous: XR_RUN_ACCS vector accumulators of XR_RUN_W lanes (one SIMD
+// load each per step, the loops a CPU compiler keeps in registers), the ragged end as one masked
+// vector (run_last), then the lanes pairwise. A segment shorter than a vector is one masked
+// vector too, except in the first XR_RUN_W elements of the input, where it goes element by
+// element. These per-segment steps are what rows of 32 to 128 elements and CSR segments of ~64
+// spend beside their loads: 2^20 segments of mean length 64 (2^26 f32) took 14.7 ms on PoCL
+// (2-core EPYC) with a scalar ragged end, 11.9 ms with the masked vector (the whole array is read
+// in 8.1-9.1 ms).
+inline acc_t run_range(__global const in_t* in, ulong b, ulong e) {
+  if (e - b < XR_RUN_W) {
+    if (e >= XR_RUN_W && e > b) return run_total(run_last(in, b, e));
+    acc_t acc = XR_IDENTITY;
+    for (ulong i = b; i < e; ++i) acc = xr_op(acc, (acc_t)in[i]);
+    return acc;
+  }
+  run_acc_t a[XR_RUN_ACCS];
+#pragma unroll
+  for (uint k = 0; k < XR_RUN_ACCS; ++k) a[k] = (run_acc_t)(XR_IDENTITY);
+  ulong i = b;
+  for (; i + XR_RUN_W * XR_RUN_ACCS <= e; i += XR_RUN_W * XR_RUN_ACCS) {
+#pragma unroll
+    for (uint k = 0; k < XR_RUN_ACCS; ++k) a[k] = run_op(a[k], XR_RUN_LOAD(in + i + k * XR_RUN_W));
+  }
+  for (; i + XR_RUN_W <= e; i += XR_RUN_W) a[0] = run_op(a[0], XR_RUN_LOAD(in + i));
+  if (i < e) a[1 % XR_RUN_ACCS] = run_op(a[1 % XR_RUN_ACCS], run_last(in, i, e));
+#pragma unroll
+  for (uint k = 1; k < XR_RUN_ACCS; ++k) a[0] = run_op(a[0], a[k]);
+  return run_total(a[0]);
+}
+
+#if XR_ROW_LEN
+// Short dense rows: 16 rows at a time, XR_ROW_LEN vectors of 16 elements, each halving step
+// combining neighbouring elements (.even with .odd) of two vectors into one, until one vector
+// holds the 16 row values. On PoCL (2-core EPYC, 2^26 f32) rows of 2 took 12.6-13.0 ms this way
+// and 58.8-59.6 ms row by row, rows of 8 9.8-10.0 and 15.5-16.0 (the whole array is read in
+// 8.4-9.6).
+typedef XR_CAT(XR_ACC_T, 16) acc16_t;
+typedef XR_CAT(XR_ACC_T, 8) acc8_t;
+XR_DEFINE_OP(op8, acc8_t, 8)
+#define XR_ACC16(x) XR_CAT(convert_, XR_CAT(XR_ACC_T, 16))(x)
+#endif
+
+// The first segment whose start is at or after element x (count when none).
+inline ulong first_segment(ulong x, __global const long* offsets, ulong n, ulong count, ulong stride) {
+#if XR_SEG_MODE == XR_ROWS
+  return min(count, (x + stride - 1) / stride);
+#else
+  ulong lo = 0, hi = count;
+  while (lo < hi) {
+    const ulong mid = lo + (hi - lo) / 2;
+    if ((ulong)clamp(offsets[mid], 0L, (long)n) < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+#endif
+}
+
+inline void segment_bounds(ulong s, __global const long* offsets, ulong n, ulong length, ulong stride, ulong* b,
+                           ulong* e) {
+#if XR_SEG_MODE == XR_ROWS
+  *b = s * stride;
+  *e = *b + length;
+#else
+  offset_bounds(offsets, s, n, b, e);
+#endif
+}
+
+// xr_seg_serial (XR_ROWS or XR_OFFSETS): work-item w covers elements [w * block, (w + 1) * block)
+// and writes every segment that starts there; the part of a segment that runs past the block's end
+// is reduced by the work-items it reaches, each into carry[w] (carry_seg[w] its segment), and
+// xr_seg_serial_fixup adds those to the segment's value in order.
+__kernel void xr_seg_serial(__global const in_t* in, ulong offset, ulong n, __global const long* offsets, ulong count,
+                            ulong length, ulong stride, ulong block, __global acc_t* out, __global acc_t* carry,
+                            __global ulong* carry_seg) {
+  in += offset;
+  const ulong w = get_global_id(0), items = get_global_size(0);
+  const ulong lo = w * block;
+  const int last = w + 1 == items;
+  const ulong hi = last ? XR_NONE : lo + block;
+  const ulong s0 = w == 0 ? 0 : first_segment(lo, offsets, n, count, stride);
+  const ulong s1 = last ? count : first_segment(hi, offsets, n, count, stride);
+  carry_seg[w] = XR_NONE;
+  if (s0 > 0 && s0 <= count) {
+    ulong b, e;
+    segment_bounds(s0 - 1, offsets, n, length, stride, &b, &e);
+    if (e > lo) {
+      carry[w] = run_range(in, lo, min(e, hi));
+      carry_seg[w] = s0 - 1;
+    }
+  }
+  ulong s = s0;
+#if XR_ROW_LEN && XR_SEG_MODE == XR_ROWS
+  for (; s + 16 <= s1; s += 16) {
+    acc16_t v[XR_ROW_LEN];
+#pragma unroll
+    for (uint j = 0; j < XR_ROW_LEN; ++j) v[j] = XR_ACC16(vload16(0, in + s * XR_ROW_LEN + 16 * j));
+#pragma unroll
+    for (uint m = XR_ROW_LEN; m > 1; m /= 2) {
+#pragma unroll
+      for (uint j = 0; j < m / 2; ++j)
+        v[j] = (acc16_t)(op8(v[2 * j].even, v[2 * j].odd), op8(v[2 * j + 1].even, v[2 * j + 1].odd));
+    }
+    vstore16(v[0], 0, out + s);
+  }
+#endif
+  for (; s < s1; ++s) {
+    ulong b, e;
+    segment_bounds(s, offsets, n, length, stride, &b, &e);
+    out[s] = b == e ? XR_EMPTY_ACC : run_range(in, b, min(e, hi));
+  }
+}
+
+// Adds the carries to the segments they continue: the first work-item of a run of carries of
+// segment s adds them all, in order, to out[s].
+__kernel void xr_seg_serial_fixup(__global const acc_t* carry, __global const ulong* carry_seg, ulong items,
+                                  __global acc_t* out) {
+  const ulong w = get_global_id(0);
+  if (w >= items) return;
+  const ulong s = carry_seg[w];
+  if (s == XR_NONE || (w > 0 && carry_seg[w - 1] == s)) return;
+  acc_t v = out[s];
+  for (ulong k = w; k < items && carry_seg[k] == s; ++k) v = xr_op(v, carry[k]);
+  out[s] = v;
+}
+
+// xr_seg_columns_serial: work-item (band, block) reduces rows [band * band_rows, ...) of columns
+// [block * block_cols, ...), row after row into their values in dst (out with one band, else
+// partials[band * cols + c]; the first row is stored, the next ones combined, XR_RUN_W columns per
+// SIMD step: the rows of a band stream through the cache while dst stays in it). XR_NARROW (dense
+// rows of XR_NARROW columns, a divisor of XR_RUN_W): the band is one contiguous run whose vector
+// lanes each keep one column (lane j: column j % XR_NARROW).
+__kernel void xr_seg_columns_serial(__global const in_t* in, ulong offset, ulong rows, ulong cols, ulong stride,
+                                    ulong band_rows, ulong bands, ulong block_cols, __global acc_t* out,
+                                    __global acc_t* partials) {
+  in += offset;
+  const ulong blocks = (cols + block_cols - 1) / block_cols;
+  for (ulong id = get_global_id(0); id < blocks * bands; id += get_global_size(0)) {
+    const ulong band = id / blocks, block = id % blocks;
+    const ulong r0 = band * band_rows, r1 = min(rows, r0 + band_rows);
+    __global acc_t* dst = bands == 1 ? out : partials + band * cols;
+#if XR_NARROW
+    run_acc_t a[XR_RUN_ACCS];
+#pragma unroll
+    for (uint k = 0; k < XR_RUN_ACCS; ++k) a[k] = (run_acc_t)(XR_IDENTITY);
+    ulong i = r0 * XR_NARROW;
+    const ulong e = r1 * XR_NARROW;
+    for (; i + XR_RUN_W * XR_RUN_ACCS <= e; i += XR_RUN_W * XR_RUN_ACCS) {
+#pragma unroll
+      for (uint k = 0; k < XR_RUN_ACCS; ++k) a[k] = run_op(a[k], XR_RUN_LOAD(in + i + k * XR_RUN_W));
+    }
+    for (; i + XR_RUN_W <= e; i += XR_RUN_W) a[0] = run_op(a[0], XR_RUN_LOAD(in + i));
+#pragma unroll
+    for (uint k = 1; k < XR_RUN_ACCS; ++k) a[0] = run_op(a[0], a[k]);
+    acc_t lanes[XR_RUN_W];
+    XR_CAT(vstore, XR_RUN_W)(a[0], 0, lanes);
+    acc_t col[XR_NARROW];
+#pragma unroll
+    for (uint c = 0; c < XR_NARROW; ++c) col[c] = lanes[c];
+#pragma unroll
+    for (uint j = XR_NARROW; j < XR_RUN_W; ++j) col[j % XR_NARROW] = xr_op(col[j % XR_NARROW], lanes[j]);
+    for (; i < e; ++i) col[i % XR_NARROW] = xr_op(col[i % XR_NARROW], (acc_t)in[i]);
+#pragma unroll
+    for (uint c = 0; c < XR_NARROW; ++c) dst[c] = col[c];
+#else
+    const ulong c0 = block * block_cols, c1 = min(cols, c0 + block_cols);
+    __global const in_t* row = in + r0 * stride;
+    ulong c = c0;
+    for (; c + XR_RUN_W <= c1; c += XR_RUN_W)
+      XR_CAT(vstore, XR_RUN_W)(run_op((run_acc_t)(XR_IDENTITY), XR_RUN_LOAD(row + c)), 0, dst + c);
+    for (; c < c1; ++c) dst[c] = xr_op(XR_IDENTITY, (acc_t)row[c]);
+    // XR_COLUMN_ROWS rows per pass over the values: one load and store of them per that many rows.
+    ulong r = r0 + 1;
+    for (; r + XR_COLUMN_ROWS <= r1; r += XR_COLUMN_ROWS) {
+      row = in + r * stride;
+      for (c = c0; c + XR_RUN_W <= c1; c += XR_RUN_W) {
+        run_acc_t v = XR_CAT(vload, XR_RUN_W)(0, dst + c);
+#pragma unroll
+        for (uint k = 0; k < XR_COLUMN_ROWS; ++k) v = run_op(v, XR_RUN_LOAD(row + k * stride + c));
+        XR_CAT(vstore, XR_RUN_W)(v, 0, dst + c);
+      }
+      for (; c < c1; ++c) {
+        acc_t v = dst[c];
+#pragma unroll
+        for (uint k = 0; k < XR_COLUMN_ROWS; ++k) v = xr_op(v, (acc_t)row[k * stride + c]);
+        dst[c] = v;
+      }
+    }
+    for (; r < r1; ++r) {
+      row = in + r * stride;
+      c = c0;
+      for (; c + XR_RUN_W <= c1; c += XR_RUN_W)
+        XR_CAT(vstore, XR_RUN_W)(run_op(XR_CAT(vload, XR_RUN_W)(0, dst + c), XR_RUN_LOAD(row + c)), 0, dst + c);
+      for (; c < c1; ++c) dst[c] = xr_op(dst[c], (acc_t)row[c]);
+    }
+#endif
+  }
+}
+
+#else  // XR_SEG_EXACT
+
+// ---- exact sums: the state of one piece per work-item ----------------------------------------
+
+// xr_seg_exact: piece base + p = (first, count, step) of the input, pieces[3(base + p) ..]: its
+// words at words + p * (XR_WORDS + 1), as xr::detail::exact_piece_state defines them: the
+// ExactSum limbs of a window (f32: 10 limbs from limb 28; f64: all 68), each term split into
+// 32-bit digits added without carries (a piece has at most 2^16 terms, so no limb leaves 64
+// bits), then the flags. Inputs are read as their bits, so the f64 piece needs 64-bit integers
+// only. An f32 window lives in registers (each digit goes to the limb whose index matches, by
+// selects); the 68 f64 limbs in private memory.
+#define XR_FLAG_NAN 1u
+#define XR_FLAG_POS_INF 2u
+#define XR_FLAG_NEG_INF 4u
+#define XR_FLAG_ANY 8u
+#define XR_FLAG_NOT_NEG_ZERO 16u
+
+#if !XR_FP64
+#define XR_WORDS 10
+typedef uint bits_t;
+#else
+#define XR_WORDS 68
+typedef ulong bits_t;
+#endif
+
+__kernel void xr_seg_exact(__global const bits_t* in, ulong offset, __global const long* pieces, ulong base,
+                           ulong count, __global long* words) {
+  in += offset;
+  pieces += 3 * base;
+  for (ulong p = get_global_id(0); p < count; p += get_global_size(0)) {
+    const long first = pieces[3 * p], terms = pieces[3 * p + 1], step = pieces[3 * p + 2];
+    long w[XR_WORDS];
+#pragma unroll
+    for (int i = 0; i < XR_WORDS; ++i) w[i] = 0;
+    uint flags = terms > 0 ? XR_FLAG_ANY : 0u;
+    for (long k = 0; k < terms; ++k) {
+      const bits_t bits = in[first + k * step];
+#if !XR_FP64
+      const int negative = (int)(bits >> 31);
+      const uint ex = (bits >> 23) & 0xffu, fraction = bits & 0x7fffffu;
+      if (bits != 0x80000000u) flags |= XR_FLAG_NOT_NEG_ZERO;
+      if (ex == 0xffu) {
+        flags |= fraction ? XR_FLAG_NAN : negative ? XR_FLAG_NEG_INF : XR_FLAG_POS_INF;
+        continue;
+      }
+      const ulong m = (ulong)(fraction | ((uint)(ex != 0u) << 23));
+      const int pos = (int)(ex ? ex : 1u) + 924;  // m's bit 0 lies pos bits above 2^-1074
+      const ulong shifted = m << (pos % 32);
+      const long d0 = (long)(shifted & 0xffffffffUL), d1 = (long)(shifted >> 32);
+      const int at = pos / 32 - 28;
+#pragma unroll
+      for (int i = 0; i < XR_WORDS; ++i) {
+        const long d = i == at ? d0 : i == at + 1 ? d1 : 0L;
+        w[i] += negative ? -d : d;
+      }
+#else
+      const int negative = (int)(bits >> 63);
+      const ulong ex = (bits >> 52) & 0x7ffUL, fraction = bits & 0xfffffffffffffUL;
+      if (bits != 0x8000000000000000UL) flags |= XR_FLAG_NOT_NEG_ZERO;
+      if (ex == 0x7ffUL) {
+        flags |= fraction ? XR_FLAG_NAN : negative ? XR_FLAG_NEG_INF : XR_FLAG_POS_INF;
+        continue;
+      }
+      const ulong m = fraction | ((ulong)(ex != 0UL) << 52);
+      const int pos = (int)(ex ? ex : 1UL) - 1;
+      const int r = pos % 32;
+      const ulong lo = m << r, hi = r ? m >> (64 - r) : 0UL;
+      const long d0 = (long)(lo & 0xffffffffUL), d1 = (long)(lo >> 32), d2 = (long)hi;
+      const int at = pos / 32;
+      w[at] += negative ? -d0 : d0;
+      w[at + 1] += negative ? -d1 : d1;
+      w[at + 2] += negative ? -d2 : d2;
+#endif
+    }
+    __global long* out = words + p * (XR_WORDS + 1);
+    for (int i = 0; i < XR_WORDS; ++i) out[i] = w[i];
+    out[XR_WORDS] = (long)flags;
+  }
+}
+
+#endif  // XR_SEG_EXACT

@@ -1,0 +1,623 @@
+// OpenCL segmented reductions (kernels_cl/segments.cl): the cl_mem entry points on rows, columns
+// and offsets with every strategy, on shapes that exercise each (short, medium and long segments,
+// empty ones, strides, an offset into the buffer), exact sums bit for bit against the host
+// xr::ExactSum, exact piece states word for word against exact_piece_state, bad arguments, and
+// offsets on the device that the host did not plan from. Runs on the default device of every
+// OpenCL platform (exit 77 when there is none).
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "internal.hpp"
+#include "segments.hpp"
+#include "targets.hpp"
+#include "xreduce/opencl.hpp"
+#include "xreduce/segments.hpp"
+#include "xreduce/xreduce.hpp"
+
+using namespace xr;
+namespace od = xr::ocl::detail;
+using namespace xr::ocl_test;
+using u64 = std::uint64_t;
+
+namespace {
+
+// A device buffer of `bytes` (at least 1), optionally filled from host memory; released at scope exit.
+struct DeviceBuffer {
+  cl_mem mem = nullptr;
+  DeviceBuffer(const Target& t, std::size_t bytes, const void* host = nullptr) {
+    cl_int rc = CL_SUCCESS;
+    mem = clCreateBuffer(t.context, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0),
+                         std::max<std::size_t>(1, bytes), const_cast<void*>(host), &rc);
+    od::check(rc, "clCreateBuffer");
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { clReleaseMemObject(mem); }
+};
+
+std::vector<DType> types_of(const Target& t) {
+  std::vector<DType> out;
+  for (DType d : all_dtypes)
+    if (t.caps.fp64 || d != DType::F64) out.push_back(d);
+  return out;
+}
+
+// The strategies of this device that reduce `kind`, auto first.
+std::vector<std::string> strategies(const Target& t, SegmentKind kind) {
+  std::vector<std::string> out;
+  for (const auto& k : ocl::segment_kernels(t.caps.device))
+    if (std::find(k.layouts.begin(), k.layouts.end(), kind) != k.layouts.end()) out.push_back(k.name);
+  return out;
+}
+
+Dist dist_for(Op op) { return op == Op::Prod ? Dist::ExactProduct : Dist::Uniform; }
+
+HostBuffer read_back(const Target& t, cl_mem mem, DType type, u64 count) {
+  HostBuffer b(type, count);
+  if (count)
+    od::check(clEnqueueReadBuffer(t.queue, mem, CL_TRUE, 0, b.bytes(), b.data(), 0, nullptr, nullptr),
+              "clEnqueueReadBuffer");
+  return b;
+}
+
+// The values in `out` against reference_segments over the input from element `offset` of `data`.
+void expect_agrees(const Target& t, const Result& r, cl_mem out, const HostBuffer& data, u64 offset,
+                   const SegmentLayout& layout, Op op, const RunOptions& o, const std::string& what) {
+  SegmentedResult got;
+  got.record = r;
+  got.kind = layout.kind;
+  got.values = read_back(t, out, result_dtype(op, data.type(), o.accumulator), layout.count);
+  got.rounding_depth = r.rounding_depth;
+  const HostArray view{static_cast<const unsigned char*>(data.data()) + offset * size_of(data.type()),
+                       data.size() - offset, data.type()};
+  const SegmentReference ref = reference_segments(view, layout, op, o.accumulator);
+  const SegmentAgreement a = check_segments(got, ref, o.exact);
+  CHECK_MESSAGE(a.ok(), t.label(), " ", what, ": ", a.detail);
+  CHECK_MESSAGE(r.n == layout.elements(), what);
+  CHECK_MESSAGE(r.backend == "opencl", what);
+}
+
+std::string name_of(const std::string& strategy, Op op, DType type, const std::string& shape) {
+  return strategy + " " + std::string(to_string(op)) + " " + std::string(to_string(type)) + " " + shape;
+}
+
+// One reduce_axis call on `data` (offset elements in) against the reference.
+void check_axis(const Target& t, const HostBuffer& data, u64 offset, const MatrixShape& shape, int axis, Op op,
+                const RunOptions& o, const std::string& what) {
+  const SegmentLayout layout = axis_layout(shape, axis);
+  DeviceBuffer in(t, data.bytes(), data.data());
+  DeviceBuffer out(t, layout.count * size_of(result_dtype(op, data.type(), o.accumulator)));
+  const Result r = ocl::reduce_axis(t.queue, in.mem, offset, data.type(), shape, axis, out.mem, op, o);
+  expect_agrees(t, r, out.mem, data, offset, layout, op, o, what);
+}
+
+void check_offsets_call(const Target& t, const HostBuffer& data, u64 offset, const std::vector<std::int64_t>& offsets,
+                        Op op, const RunOptions& o, const std::string& what) {
+  SegmentLayout layout;
+  layout.kind = SegmentKind::Offsets;
+  layout.count = offsets.size() - 1;
+  layout.offsets = offsets.data();
+  DeviceBuffer in(t, data.bytes(), data.data());
+  DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
+  DeviceBuffer out(t, layout.count * size_of(result_dtype(op, data.type(), o.accumulator)));
+  const Result r = ocl::reduce_segments(t.queue, in.mem, offset, data.size() - offset, data.type(), offs.mem,
+                                        layout.count, out.mem, op, o);
+  expect_agrees(t, r, out.mem, data, offset, layout, op, o, what);
+}
+
+std::vector<std::int64_t> offsets_of(const std::vector<u64>& lengths, u64 start = 0) {
+  std::vector<std::int64_t> o{static_cast<std::int64_t>(start)};
+  for (u64 len : lengths) o.push_back(o.back() + static_cast<std::int64_t>(len));
+  return o;
+}
+
+std::vector<u64> random_lengths(u64 count, u64 max, u64 seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<u64> l(count);
+  for (auto& x : l) x = rng() % (max + 1);
+  return l;
+}
+
+// Lengths whose logarithm is normal: most short, a long tail (the CSR rows of real matrices).
+std::vector<u64> lognormal_lengths(u64 count, double mean_log, double sigma, u64 seed) {
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> d(mean_log, sigma);
+  std::vector<u64> l(count);
+  for (auto& x : l) x = static_cast<u64>(d(rng));
+  return l;
+}
+
+struct Lengths {
+  std::string name;
+  std::vector<u64> lengths;
+};
+
+std::vector<Lengths> offset_cases() {
+  std::vector<u64> huge(300, 3);
+  huge[150] = (u64{1} << 20) + 3;
+  std::vector<u64> tail = random_lengths(2000, 6, 4);
+  tail.insert(tail.end(), {0, 0, 40000, 0, 1, 70001});
+  return {{"all empty", std::vector<u64>(50, 0)},
+          {"one element each", std::vector<u64>(3000, 1)},
+          {"random 0..40", random_lengths(5000, 40, 1)},
+          {"random 0..3000", random_lengths(300, 3000, 2)},
+          {"lognormal, mean ~64", lognormal_lengths(4000, 3.66, 1.0, 3)},
+          {"one of 2^20+3 among short ones", huge},
+          {"short ones, then 40000 and 70001", tail}};
+}
+
+}  // namespace
+
+TEST_CASE("the strategies: auto first, each with its layouts, f64 only with cl_khr_fp64") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    const auto list = ocl::segment_kernels(t.caps.device);
+    std::vector<std::string> names;
+    for (const auto& k : list) names.push_back(k.name);
+    CHECK(names == std::vector<std::string>{"auto", "lanes", "workgroup", "multigroup", "binned", "columns", "serial"});
+    CHECK(list[0].kind == KernelKind::Auto);
+    for (const auto& k : list) {
+      CAPTURE(k.name);
+      CHECK(!k.layouts.empty());
+      CHECK(!k.note.empty());
+      CHECK(k.exact);
+      CHECK(k.ops.size() == all_ops.size());
+      const bool lists_f64 = std::find(k.types.begin(), k.types.end(), DType::F64) != k.types.end();
+      CHECK(lists_f64 == t.caps.fp64);
+    }
+    CHECK(strategies(t, SegmentKind::Rows) ==
+          std::vector<std::string>{"auto", "lanes", "workgroup", "multigroup", "serial"});
+    CHECK(strategies(t, SegmentKind::Columns) == std::vector<std::string>{"auto", "columns", "serial"});
+    CHECK(strategies(t, SegmentKind::Offsets) ==
+          std::vector<std::string>{"auto", "lanes", "workgroup", "multigroup", "binned", "serial"});
+    // The Reducer lists the same table.
+    std::vector<std::string> from_reducer;
+    for (const auto& k : t.reducer->segment_kernels()) from_reducer.push_back(k.name);
+    CHECK(from_reducer == names);
+  }
+}
+
+TEST_CASE("rows through cl_mem: every strategy on short to long rows, strides and an offset") {
+  // rows x cols with a stride (0: dense): lengths 1 to 300007 (one lane, vector loads of 2 and
+  // 4, teams up to a work-group, several work-groups per row), and strides that break alignment.
+  const std::vector<MatrixShape> shapes = {{2000, 1, 0},     {3000, 2, 0},  {1001, 3, 5},  {700, 8, 0},
+                                           {513, 16, 0},     {301, 33, 40}, {129, 128, 0}, {64, 1000, 0},
+                                           {17, 4099, 4100}, {3, 70001, 0}, {1, 300007, 0}};
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    for (const auto& s : strategies(t, SegmentKind::Rows)) {
+      RunOptions o;
+      o.kernel = s;
+      for (const MatrixShape& shape : shapes)
+        for (u64 offset : {u64{0}, u64{3}}) {
+          const SegmentLayout layout = axis_layout(shape, 1);
+          const HostBuffer data = generate(DType::F32, layout.span() + offset, Dist::Uniform, shape.cols);
+          check_axis(t, data, offset, shape, 1, Op::Sum, o,
+                     name_of(s, Op::Sum, DType::F32,
+                             std::to_string(shape.rows) + "x" + std::to_string(shape.cols) + " stride " +
+                                 std::to_string(shape.stride) + " offset " + std::to_string(offset)));
+        }
+      // Every op and type on three shapes.
+      for (const MatrixShape& shape : {MatrixShape{999, 4, 0}, MatrixShape{40, 517, 520}, MatrixShape{2, 50000, 0}})
+        for (DType type : types_of(t))
+          for (Op op : all_ops) {
+            const SegmentLayout layout = axis_layout(shape, 1);
+            const HostBuffer data = generate(type, layout.span() + 4, dist_for(op), 7);
+            check_axis(t, data, 4, shape, 1, op, o,
+                       name_of(s, op, type, std::to_string(shape.rows) + "x" + std::to_string(shape.cols)));
+          }
+    }
+  }
+}
+
+TEST_CASE("columns through cl_mem: narrow, wide, strided and Fortran-order matrices") {
+  const std::vector<MatrixShape> shapes = {
+      {1000, 4, 0},  {999, 3, 0},   {2000, 1, 0}, {257, 1000, 1003}, {5, 100000, 0},
+      {70000, 2, 0}, {3000, 16, 0}, {33, 7, 9},   {64, 64, 0},       {100, 130, 0, Order::Fortran}};
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    for (const auto& s : strategies(t, SegmentKind::Columns)) {
+      RunOptions o;
+      o.kernel = s;
+      for (const MatrixShape& shape : shapes) {
+        // Columns of a C-order matrix are axis 0; of a Fortran-order one, rows are contiguous
+        // and axis 1 reads across them.
+        const int axis = shape.order == Order::C ? 0 : 1;
+        const SegmentLayout layout = axis_layout(shape, axis);
+        REQUIRE(layout.kind == SegmentKind::Columns);
+        for (u64 offset : {u64{0}, u64{2}}) {
+          const HostBuffer data = generate(DType::F32, layout.span() + offset, Dist::Uniform, shape.rows);
+          check_axis(t, data, offset, shape, axis, Op::Sum, o,
+                     name_of(s, Op::Sum, DType::F32,
+                             std::to_string(shape.rows) + "x" + std::to_string(shape.cols) + " stride " +
+                                 std::to_string(shape.stride) + " offset " + std::to_string(offset)));
+        }
+      }
+      for (const MatrixShape& shape : {MatrixShape{777, 4, 0}, MatrixShape{300, 301, 0}})
+        for (DType type : types_of(t))
+          for (Op op : all_ops) {
+            const SegmentLayout layout = axis_layout(shape, 0);
+            const HostBuffer data = generate(type, layout.span(), dist_for(op), 11);
+            check_axis(t, data, 0, shape, 0, op, o,
+                       name_of(s, op, type, std::to_string(shape.rows) + "x" + std::to_string(shape.cols)));
+          }
+    }
+  }
+}
+
+TEST_CASE("offsets through cl_mem: every strategy on empty, short, long and mixed segments") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    for (const auto& s : strategies(t, SegmentKind::Offsets)) {
+      RunOptions o;
+      o.kernel = s;
+      for (const auto& c : offset_cases()) {
+        // The segments start at element 5 of the input, which starts at element 3 of the buffer.
+        const auto offsets = offsets_of(c.lengths, 5);
+        const HostBuffer data = generate(DType::F32, static_cast<u64>(offsets.back()) + 3 + 7, Dist::Uniform, 5);
+        check_offsets_call(t, data, 3, offsets, Op::Sum, o, name_of(s, Op::Sum, DType::F32, c.name));
+      }
+      const auto offsets = offsets_of(random_lengths(1500, 70, 8));
+      for (DType type : types_of(t))
+        for (Op op : all_ops) {
+          const HostBuffer data = generate(type, static_cast<u64>(offsets.back()), dist_for(op), 9);
+          check_offsets_call(t, data, 0, offsets, op, o, name_of(s, op, type, "random 0..70"));
+        }
+      // i32 sums: in i64 by default, wrapping in i32 with the native accumulator.
+      const HostBuffer big = generate(DType::I32, static_cast<u64>(offsets.back()), Dist::Wide, 10);
+      RunOptions native = o;
+      native.accumulator = Accumulator::Native;
+      check_offsets_call(t, big, 0, offsets, Op::Sum, o, name_of(s, Op::Sum, DType::I32, "wide, i64 accumulator"));
+      check_offsets_call(t, big, 0, offsets, Op::Sum, native, name_of(s, Op::Sum, DType::I32, "wide, native"));
+    }
+  }
+}
+
+TEST_CASE("special values: NaN, infinities, -0 and empty segments per strategy") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    const auto offsets = offsets_of(random_lengths(2000, 12, 12));
+    for (const auto& s : strategies(t, SegmentKind::Offsets))
+      for (DType type : {DType::F32, DType::F64}) {
+        if (type == DType::F64 && !t.caps.fp64) continue;
+        for (u64 seed = 0; seed < 5; ++seed) {
+          const HostBuffer data = generate(type, static_cast<u64>(offsets.back()), Dist::Special, seed);
+          RunOptions o;
+          o.kernel = s;
+          for (Op op : {Op::Min, Op::Max})
+            check_offsets_call(t, data, 0, offsets, op, o, name_of(s, op, type, "special " + std::to_string(seed)));
+          o.exact = true;
+          check_offsets_call(t, data, 0, offsets, Op::Sum, o, name_of(s, Op::Sum, type, "special, exact"));
+        }
+      }
+    // A sum of -0 terms is -0, an empty sum +0, with every strategy.
+    const std::vector<float> zeros(300, -0.0f);
+    const std::vector<std::int64_t> o{0, 3, 3, 300};
+    for (const auto& s : strategies(t, SegmentKind::Offsets)) {
+      CAPTURE(s);
+      DeviceBuffer in(t, zeros.size() * sizeof(float), zeros.data());
+      DeviceBuffer offs(t, o.size() * sizeof(std::int64_t), o.data());
+      DeviceBuffer out(t, 3 * sizeof(float));
+      RunOptions opt;
+      opt.kernel = s;
+      ocl::reduce_segments(t.queue, in.mem, 0, zeros.size(), DType::F32, offs.mem, 3, out.mem, Op::Sum, opt);
+      const HostBuffer v = read_back(t, out.mem, DType::F32, 3);
+      CHECK(std::signbit(v.as<float>()[0]));
+      CHECK((v.as<float>()[1] == 0.0f && !std::signbit(v.as<float>()[1])));
+      CHECK(std::signbit(v.as<float>()[2]));
+    }
+  }
+}
+
+TEST_CASE("exact sums through cl_mem: every value the host ExactSum of its segment, rounded once") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    for (DType type : {DType::F32, DType::F64}) {
+      if (type == DType::F64 && !t.caps.fp64) continue;
+      CAPTURE(to_string(type));
+      RunOptions o;
+      o.exact = true;
+      // Offsets, with segments longer than one piece (2^16 elements).
+      const auto offsets = offsets_of({0, 1, 7, 65536, 65537, 200003, 3, 0, 1000});
+      const HostBuffer wide = generate(type, static_cast<u64>(offsets.back()) + 1, Dist::Wide, 21);
+      for (const auto& s : strategies(t, SegmentKind::Offsets)) {
+        o.kernel = s;
+        check_offsets_call(t, wide, 1, offsets, Op::Sum, o, name_of(s, Op::Sum, type, "wide, exact"));
+      }
+      o.kernel = "auto";
+      // Rows and columns, strided, and a Fortran-order matrix.
+      for (const MatrixShape& shape : {MatrixShape{300, 77, 80}, MatrixShape{3, 140000, 0}, MatrixShape{70000, 3, 0},
+                                       MatrixShape{50, 60, 0, Order::Fortran}})
+        for (int axis : {0, 1}) {
+          const SegmentLayout layout = axis_layout(shape, axis);
+          const HostBuffer data = generate(type, layout.span(), Dist::Cancel, 22);
+          check_axis(t, data, 0, shape, axis, Op::Sum, o,
+                     name_of("auto", Op::Sum, type,
+                             std::to_string(shape.rows) + "x" + std::to_string(shape.cols) + " axis " +
+                                 std::to_string(axis) + ", exact"));
+        }
+      // Independently of the reference: each value is ExactSum over its segment, bit for bit.
+      const HostBuffer special = generate(type, static_cast<u64>(offsets.back()), Dist::Special, 0);
+      DeviceBuffer in(t, special.bytes(), special.data());
+      DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
+      DeviceBuffer out(t, (offsets.size() - 1) * size_of(type));
+      const Result r = ocl::reduce_segments(t.queue, in.mem, 0, special.size(), type, offs.mem, offsets.size() - 1,
+                                            out.mem, Op::Sum, o);
+      CHECK(r.rounding_depth == 1);
+      const HostBuffer got = read_back(t, out.mem, type, offsets.size() - 1);
+      for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+        ExactSum sum;
+        const auto b = static_cast<std::size_t>(offsets[i]), e = static_cast<std::size_t>(offsets[i + 1]);
+        if (type == DType::F32)
+          sum.add(special.as<float>() + b, e - b);
+        else
+          sum.add(special.as<double>() + b, e - b);
+        const Scalar want = type == DType::F32 ? Scalar::of(sum.to_float()) : Scalar::of(sum.to_double());
+        const Scalar have = type == DType::F32 ? Scalar::of(got.as<float>()[i]) : Scalar::of(got.as<double>()[i]);
+        CHECK_MESSAGE(have.same_bits(want), "segment ", i, ": ", have.to_string(), " vs ", want.to_string());
+      }
+    }
+  }
+}
+
+TEST_CASE("exact piece states: word for word exact_piece_state, any step, empty pieces, special values") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    od::SegmentQueueDevice device(t.caps, t.context, t.queue);
+    for (DType type : {DType::F32, DType::F64}) {
+      if (type == DType::F64 && !t.caps.fp64) continue;
+      for (Dist dist : {Dist::Wide, Dist::Special, Dist::Cancel}) {
+        const u64 n = 200000;
+        const HostBuffer data = generate(type, n, dist, 31);
+        std::vector<xr::detail::ExactPiece> pieces = {{0, 0, 1},      {0, 1, 1},       {5, 65536, 1}, {7, 1000, 3},
+                                                      {199999, 1, 1}, {100, 65536, 2}, {3, 17, 11001}};
+        for (u64 k = 0; k < 300; ++k) pieces.push_back({static_cast<std::int64_t>(k * 613), 37, 1});
+        const int words = xr::detail::exact_piece_words(type);
+        std::vector<std::int64_t> got(pieces.size() * words), want(pieces.size() * words);
+        RunOptions o;
+        o.repeat = 2;
+        device.exact_pieces(data.data(), n, type, pieces, got.data(), o);
+        for (std::size_t p = 0; p < pieces.size(); ++p) {
+          if (type == DType::F32)
+            xr::detail::exact_piece_state(data.as<float>(), pieces[p], want.data() + p * words);
+          else
+            xr::detail::exact_piece_state(data.as<double>(), pieces[p], want.data() + p * words);
+        }
+        for (std::size_t p = 0; p < pieces.size(); ++p)
+          CHECK_MESSAGE(std::equal(got.begin() + p * words, got.begin() + (p + 1) * words, want.begin() + p * words),
+                        "piece ", p, " of ", to_string(type));
+      }
+      // A piece outside the input is refused.
+      const HostBuffer data = generate(type, 100, Dist::Uniform, 1);
+      std::vector<xr::detail::ExactPiece> bad = {{90, 11, 1}};
+      std::vector<std::int64_t> w(xr::detail::exact_piece_words(type));
+      CHECK_THROWS_AS(device.exact_pieces(data.data(), 100, type, bad, w.data(), {}), InvalidArgument);
+    }
+  }
+}
+
+TEST_CASE("bad arguments: InvalidArgument naming the problem, before anything runs") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    const std::vector<float> x(100, 1.0f);
+    DeviceBuffer in(t, x.size() * sizeof(float), x.data());
+    DeviceBuffer out(t, 100 * sizeof(double));
+    auto segments = [&](const std::vector<std::int64_t>& o, u64 n = 100, const RunOptions& opt = {}) {
+      DeviceBuffer offs(t, o.size() * sizeof(std::int64_t), o.data());
+      return ocl::reduce_segments(t.queue, in.mem, 0, n, DType::F32, offs.mem, o.size() - 1, out.mem, Op::Sum, opt);
+    };
+    auto message = [&](const std::vector<std::int64_t>& o) -> std::string {
+      try {
+        segments(o);
+      } catch (const InvalidArgument& e) {
+        return e.what();
+      }
+      return "no exception";
+    };
+    // Offsets that decrease, start below 0 or run past the input: the message names the position.
+    CHECK(message({0, 5, 3, 10}).find("position 2") != std::string::npos);
+    CHECK(message({-1, 5}).find("offsets[0] is -1") != std::string::npos);
+    CHECK(message({0, 50, 101}).find("offsets[2] is 101") != std::string::npos);
+    CHECK_THROWS_AS(segments({0, 10}, 101), InvalidArgument);  // n beyond the buffer
+    CHECK_NOTHROW(segments({0, 10, 100}));
+    // The offsets buffer holds fewer than n_segments + 1 values; the values buffer too few.
+    {
+      DeviceBuffer offs(t, 2 * sizeof(std::int64_t));
+      CHECK_THROWS_AS(ocl::reduce_segments(t.queue, in.mem, 0, 100, DType::F32, offs.mem, 2, out.mem, Op::Sum),
+                      InvalidArgument);
+      DeviceBuffer small(t, 2 * sizeof(float));
+      const std::vector<std::int64_t> o{0, 1, 2, 3};
+      DeviceBuffer offs3(t, o.size() * sizeof(std::int64_t), o.data());
+      CHECK_THROWS_AS(ocl::reduce_segments(t.queue, in.mem, 0, 100, DType::F32, offs3.mem, 3, small.mem, Op::Sum),
+                      InvalidArgument);
+    }
+    // Unknown strategies, a strategy for other layouts, exact products, a matrix beyond the buffer.
+    RunOptions bad;
+    bad.kernel = "no_such_strategy";
+    CHECK_THROWS_AS(segments({0, 10}, 100, bad), InvalidArgument);
+    RunOptions cols;
+    cols.kernel = "columns";
+    CHECK_THROWS_AS(segments({0, 10}, 100, cols), InvalidArgument);
+    RunOptions lanes;
+    lanes.kernel = "lanes";
+    CHECK_THROWS_AS(ocl::reduce_axis(t.queue, in.mem, 0, DType::F32, MatrixShape{10, 10}, 0, out.mem, Op::Sum, lanes),
+                    InvalidArgument);
+    RunOptions exact_prod;
+    exact_prod.exact = true;
+    DeviceBuffer offs(t, 2 * sizeof(std::int64_t), std::vector<std::int64_t>{0, 10}.data());
+    CHECK_THROWS_AS(
+        ocl::reduce_segments(t.queue, in.mem, 0, 100, DType::F32, offs.mem, 1, out.mem, Op::Prod, exact_prod),
+        InvalidArgument);
+    CHECK_THROWS_AS(ocl::reduce_axis(t.queue, in.mem, 0, DType::F32, MatrixShape{11, 10}, 1, out.mem, Op::Sum),
+                    InvalidArgument);
+    CHECK_THROWS_AS(ocl::reduce_axis(t.queue, in.mem, 1, DType::F32, MatrixShape{10, 10}, 1, out.mem, Op::Sum),
+                    InvalidArgument);
+    CHECK_THROWS_AS(ocl::reduce_axis(t.queue, in.mem, 0, DType::F32, MatrixShape{10, 10}, 2, out.mem, Op::Sum),
+                    InvalidArgument);
+    CHECK_THROWS_AS(ocl::reduce_axis(nullptr, in.mem, 0, DType::F32, MatrixShape{10, 10}, 1, out.mem, Op::Sum),
+                    InvalidArgument);
+    // A buffer of another context.
+    cl_int rc = CL_SUCCESS;
+    cl_mem foreign = clCreateBuffer(od::shared_context(t.caps), CL_MEM_READ_WRITE, 400, nullptr, &rc);
+    od::check(rc, "clCreateBuffer");
+    CHECK_THROWS_AS(ocl::reduce_axis(t.queue, foreign, 0, DType::F32, MatrixShape{10, 10}, 1, out.mem, Op::Sum),
+                    InvalidArgument);
+    clReleaseMemObject(foreign);
+  }
+}
+
+TEST_CASE("offsets on the device that the host did not plan from: nothing read or written out of bounds") {
+  // run_segments plans from the host's offsets; here the device holds others (huge, negative,
+  // decreasing). The kernels clamp every segment into [0, n) and every list entry into the
+  // buffers, so the call completes (its values are whatever the clamped segments give).
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    const od::SegmentQueue q = od::segment_queue(t.queue);
+    const std::vector<float> x(20000, 1.0f);
+    const auto planned = offsets_of(lognormal_lengths(400, 2.0, 1.5, 5));
+    REQUIRE(static_cast<u64>(planned.back()) <= x.size());
+    std::vector<std::int64_t> wild(planned.size());
+    std::mt19937_64 rng(3);
+    for (auto& v : wild) v = static_cast<std::int64_t>(rng()) >> (rng() % 60);
+    DeviceBuffer in(t, x.size() * sizeof(float), x.data());
+    DeviceBuffer offs(t, wild.size() * sizeof(std::int64_t), wild.data());
+    DeviceBuffer out(t, planned.size() * sizeof(float));
+    for (const auto& s : strategies(t, SegmentKind::Offsets)) {
+      CAPTURE(s);
+      od::SegmentCall call;
+      call.data = in.mem;
+      call.n = x.size();
+      call.options.kernel = s;
+      call.layout.kind = SegmentKind::Offsets;
+      call.layout.count = planned.size() - 1;
+      call.layout.offsets = planned.data();
+      call.offsets = offs.mem;
+      call.out = out.mem;
+      od::SegmentBuffers buffers;
+      CHECK_NOTHROW(od::run_segments(q, call, buffers));
+      const HostBuffer v = read_back(t, out.mem, DType::F32, call.layout.count);
+      for (u64 i = 0; i < call.layout.count; ++i) CHECK(v.as<float>()[i] <= static_cast<float>(x.size()));
+    }
+  }
+}
+
+TEST_CASE("auto as on a GPU: the strategy each shape gets, and its values, run on this device") {
+  // The plans auto makes for an H100 (132 compute units of a GPU), run here: the choice by shape
+  // and every GPU plan's values, wherever the tests run.
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    od::DeviceCaps gpu = t.caps;
+    gpu.type = CL_DEVICE_TYPE_GPU;
+    gpu.compute_units = 132;
+    od::SegmentQueue q = od::segment_queue(t.queue);
+    q.caps = &gpu;
+    const u64 n = u64{1} << 22;
+    const HostBuffer data = generate(DType::F32, n, Dist::Uniform, 18);
+    DeviceBuffer in(t, data.bytes(), data.data());
+    DeviceBuffer out(t, n * sizeof(float));
+    od::SegmentBuffers buffers;
+    auto run = [&](const SegmentLayout& layout, cl_mem offsets, const std::string& want, const std::string& what) {
+      od::SegmentCall call;
+      call.data = in.mem;
+      call.n = n;
+      call.layout = layout;
+      call.offsets = offsets;
+      call.out = out.mem;
+      const od::SegmentRun r = od::run_segments(q, call, buffers);
+      CHECK_MESSAGE(r.kernel == "auto:" + want, what, ": ", r.kernel, " (", r.finish, ")");
+      SegmentedResult got;
+      got.kind = layout.kind;
+      got.values = read_back(t, out.mem, DType::F32, layout.count);
+      got.rounding_depth = r.depth;
+      const SegmentAgreement a = check_segments(got, reference_segments(data.view(), layout, Op::Sum), false);
+      CHECK_MESSAGE(a.ok(), what, ": ", a.detail);
+    };
+    struct Case {
+      MatrixShape shape;
+      int axis;
+      const char* want;
+    };
+    for (const Case& c :
+         {Case{{n / 2, 2}, 1, "lanes"}, Case{{n / 32, 32}, 1, "lanes"}, Case{{n / 1024, 1024}, 1, "lanes"},
+          Case{{2200, 1900}, 1, "workgroup"}, Case{{16, n / 16}, 1, "multigroup"}, Case{{1, n}, 1, "multigroup"},
+          Case{{n / 4, 4}, 0, "columns"}, Case{{1024, n / 1024}, 0, "columns"}})
+      run(axis_layout(c.shape, c.axis), nullptr, c.want,
+          std::to_string(c.shape.rows) + "x" + std::to_string(c.shape.cols) + " axis " + std::to_string(c.axis));
+    for (const auto& [lengths, want] : {std::pair{random_lengths(40000, 60, 19), "lanes"},
+                                        std::pair{lognormal_lengths(40000, 3.66, 1.0, 20), "binned"}}) {
+      auto offsets = offsets_of(lengths);
+      while (static_cast<u64>(offsets.back()) > n) offsets.pop_back();
+      DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
+      SegmentLayout layout;
+      layout.kind = SegmentKind::Offsets;
+      layout.count = offsets.size() - 1;
+      layout.offsets = offsets.data();
+      run(layout, offs.mem, want, std::string("offsets for ") + want);
+    }
+  }
+}
+
+TEST_CASE("the Reducer on host data: inputs cut into jobs, and the record") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    auto& r = *t.reducer;
+    const auto offsets = offsets_of(random_lengths(3000, 300, 14));
+    const HostBuffer data = generate(DType::F32, static_cast<u64>(offsets.back()), Dist::Uniform, 15);
+    SegmentLayout layout;
+    layout.kind = SegmentKind::Offsets;
+    layout.count = offsets.size() - 1;
+    layout.offsets = offsets.data();
+    const SegmentReference ref = reference_segments(data.view(), layout, Op::Sum);
+    RunOptions o;
+    o.device_mem_limit = 1 << 20;  // jobs of at most a quarter of it: several
+    o.repeat = 2;
+    const SegmentedResult got = r.reduce_segments(data.view(), offsets, Op::Sum, o);
+    const SegmentAgreement a = check_segments(got, ref, false);
+    CHECK_MESSAGE(a.ok(), a.detail);
+    CHECK(got.record.chunks > 1);
+    CHECK(got.record.kernel.rfind("auto:", 0) == 0);
+    CHECK(got.record.kernel_ms > 0);
+    CHECK(got.record.launches >= 1);
+    // Columns of a matrix, and the same with the strategy named.
+    const MatrixShape shape{3001, 37};
+    const HostBuffer m = generate(DType::F64, shape.rows * shape.cols, Dist::Uniform, 16);
+    if (t.caps.fp64)
+      for (const std::string s : {"auto", "columns", "serial"}) {
+        RunOptions c;
+        c.kernel = s;
+        const SegmentedResult col = r.reduce_axis(HostMatrix{m.data(), DType::F64, shape}, 0, Op::Max, c);
+        const SegmentAgreement b =
+            check_segments(col, reference_segments(m.view(), axis_layout(shape, 0), Op::Max), false);
+        CHECK_MESSAGE(b.ok(), s, ": ", b.detail);
+      }
+  }
+}
+
+TEST_CASE("a queue without profiling: host-clock times, the same values") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    const MatrixShape shape{500, 300};
+    const SegmentLayout layout = axis_layout(shape, 1);
+    const HostBuffer data = generate(DType::F32, layout.span(), Dist::Uniform, 17);
+    DeviceBuffer in(t, data.bytes(), data.data());
+    DeviceBuffer out(t, layout.count * sizeof(float));
+    RunOptions o;
+    o.warmup = 1;
+    o.repeat = 3;
+    const Result r = ocl::reduce_axis(t.plain_queue, in.mem, 0, DType::F32, shape, 1, out.mem, Op::Sum, o);
+    CHECK(r.kernel_ms > 0);
+    CHECK(r.repeats == 3);
+    expect_agrees(t, r, out.mem, data, 0, layout, Op::Sum, o, "plain queue");
+  }
+}
+
+int main(int argc, char** argv) { return run_on_targets(argc, argv, "opencl segments"); }

@@ -1,0 +1,100 @@
+// reduce_cli's segmented mode: --shape/--axis, 2-D .npy in both orders, --segments with lengths
+// from --seg-len and --seg-dist, --offsets files, --save-result, --json, and its errors.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_run.hpp"
+#include "xreduce/xreduce.hpp"
+
+using namespace xr_cli_test;
+using nlohmann::json;
+
+namespace {
+
+json run_json(const std::string& args) {
+  const Run r = cli("--backend omp --json --repeat 1 --warmup 0 " + args);
+  REQUIRE_MESSAGE(r.code == 0, args, ": ", r.out);
+  return json::parse(r.out);
+}
+
+// A 2-D .npy of `rows` x `cols` f64 values v(r, c) = 10 r + c, in the given order.
+std::string matrix_npy(const std::string& name, std::uint64_t rows, std::uint64_t cols, bool fortran) {
+  std::vector<double> v(rows * cols);
+  for (std::uint64_t r = 0; r < rows; ++r)
+    for (std::uint64_t c = 0; c < cols; ++c) v[fortran ? c * rows + r : r * cols + c] = 10.0 * r + c;
+  const auto path = (fs::path(XR_TEST_TMP) / name).string();
+  fs::create_directories(XR_TEST_TMP);
+  xr::save_npy(path, xr::HostArray::of(std::span<const double>(v)), {rows, cols}, fortran);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("--shape and --axis: rows and columns agree, in both orders and with a stride") {
+  for (const std::string extra : {"", "--order fortran", "--stride 40", "--order fortran --stride 9"})
+    for (int axis : {0, 1}) {
+      const json j = run_json("--shape 7x33 --axis " + std::to_string(axis) + " " + extra);
+      REQUIRE(j.size() == 1);
+      CHECK(j[0].at("count") == (axis == 1 ? 7 : 33));
+      CHECK(j[0].at("agree") == j[0].at("count"));
+      CHECK(j[0].at("kernel").get<std::string>().rfind("auto:", 0) == 0);
+    }
+  const Run table = cli("--backend omp --shape 64x32 --kernel all");
+  CHECK_MESSAGE(table.code == 0, table.out);
+  for (const std::string word : {"auto:rows", "rows", "64/64", "GB/s"}) CHECK_MESSAGE(table.out.find(word) != std::string::npos, word);
+}
+
+TEST_CASE("a 2-D .npy reduces along --axis in C and Fortran order") {
+  for (bool fortran : {false, true}) {
+    const std::string path = matrix_npy(fortran ? "m_f.npy" : "m_c.npy", 3, 4, fortran);
+    const json rows = run_json("--input " + path + " --axis 1");
+    CHECK(rows[0].at("count") == 3);
+    CHECK(rows[0].at("first_values") == "6 46 86");  // 0+1+2+3, 40+6, 80+6
+    const json cols = run_json("--input " + path + " --axis 0");
+    CHECK(cols[0].at("count") == 4);
+    CHECK(cols[0].at("first_values") == "30 33 36 ...");
+  }
+  const Run one_d = cli("--backend omp --input " + scratch("v.npy", "") + " --axis 0");
+  CHECK(one_d.code == 2);
+}
+
+TEST_CASE("--segments from --seg-len and --seg-dist, --offsets files, --save-result") {
+  CHECK(run_json("--segments 1000 --seg-len 7")[0].at("agree") == 1000);
+  CHECK(run_json("--segments 500 --seg-dist uniform:0:50 --type i32 --op max")[0].at("agree") == 500);
+  const json ln = run_json("--segments 300 --seg-dist lognormal:64:4096 --exact");
+  CHECK(ln[0].at("agree") == 300);
+  CHECK(ln[0].at("exact") == true);
+  const std::vector<std::int64_t> offsets{0, 0, 5, 5, 100};
+  const auto opath = (fs::path(XR_TEST_TMP) / "offsets.npy").string();
+  xr::save_npy(opath, xr::HostArray::of(std::span<const std::int64_t>(offsets)));
+  const json o = run_json("--offsets " + opath + " --op min");
+  CHECK(o[0].at("count") == 4);
+  CHECK(o[0].at("first_values").get<std::string>().rfind("inf ", 0) == 0);  // an empty segment's min
+  const auto out = (fs::path(XR_TEST_TMP) / "values.npy").string();
+  run_json("--segments 10 --seg-len 3 --type i32 --save-result " + out);
+  const xr::HostBuffer saved = xr::load_file(out);
+  CHECK(saved.size() == 10);
+  CHECK(saved.type() == xr::DType::I64);  // i32 sums come back in i64
+}
+
+TEST_CASE("segmented errors: one line, exit 2") {
+  for (const std::string args :
+       {"--shape 3x", "--shape 3x4x5", "--segments 10", "--segments 10 --seg-len 2 --seg-dist uniform:1:2",
+        "--segments 4 --seg-dist gamma:2", "--segments 4 --seg-dist uniform:5:1", "--shape 4x4 --axis 2",
+        "--shape 4x4 --stride 3", "--shape 4x4 --segments 3 --seg-len 1", "--shape 4x4 --kernel nope",
+        "--shape 4x4 --order z", "--shape 4x4 --n 5", "--save-result x.npy", "--segments 3 --seg-len 2 --exact --op prod"}) {
+    const Run r = cli("--backend omp " + args);
+    CHECK_MESSAGE(r.code == 2, args, ": ", r.out);
+    CHECK_MESSAGE(one_error_line(r.out), args, ": ", r.out);
+  }
+  const auto bad = (fs::path(XR_TEST_TMP) / "bad_offsets.npy").string();
+  const std::vector<std::int64_t> decreasing{0, 5, 3};
+  xr::save_npy(bad, xr::HostArray::of(std::span<const std::int64_t>(decreasing)));
+  const Run r = cli("--backend omp --offsets " + bad);
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.out.find("position 2") != std::string::npos, r.out);
+}

@@ -1,0 +1,313 @@
+// Segmented reductions, one test body for every backend (`xr_test_segments --xr-backend=NAME`;
+// exit 77 with the reason where NAME has no usable device): rows and columns of 2-D arrays in both
+// orders and with strides, CSR segments of every mix of lengths, every strategy, op and type,
+// exact sums per segment, inputs cut into jobs or streamed, and every bad-input error.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "xreduce/segments.hpp"
+#include "backend_suite.hpp"
+#include "xreduce/xreduce.hpp"
+
+using namespace xr;
+
+namespace {
+
+std::string g_backend = "omp";
+BackendOptions g_options;
+
+std::unique_ptr<Reducer> reducer() { return make_reducer(g_backend, g_options); }
+
+Dist dist_for(Op op) { return op == Op::Prod ? Dist::ExactProduct : Dist::Uniform; }
+
+// The strategies that reduce `kind`, auto and baselines included.
+std::vector<std::string> strategies(Reducer& r, SegmentKind kind) {
+  std::vector<std::string> names;
+  for (const auto& k : r.segment_kernels())
+    if (k.reduces(kind)) names.push_back(k.name);
+  return names;
+}
+
+// A host array read through ChunkSource::read only (no memory()): the streamed path.
+class ReadOnlySource final : public ChunkSource {
+ public:
+  explicit ReadOnlySource(const HostBuffer& b) : b_(b) {}
+  DType type() const override { return b_.type(); }
+  std::uint64_t size() const override { return b_.size(); }
+  std::string name() const override { return "test stream"; }
+  void read(std::uint64_t first, std::uint64_t count, void* dst) override {
+    std::memcpy(dst, static_cast<const unsigned char*>(b_.data()) + first * size_of(b_.type()), count * size_of(b_.type()));
+  }
+
+ private:
+  const HostBuffer& b_;
+};
+
+std::string describe(const std::string& strategy, Op op, DType t, const std::string& shape) {
+  return g_backend + "/" + strategy + " " + std::string(to_string(op)) + " " + std::string(to_string(t)) + " " + shape;
+}
+
+void check_axis(Reducer& r, const HostBuffer& data, const MatrixShape& shape, int axis, Op op, const std::string& strategy,
+                const RunOptions& base = {}) {
+  const SegmentLayout layout = axis_layout(shape, axis);
+  RunOptions o = base;
+  o.kernel = strategy;
+  const SegmentedResult got = r.reduce_axis(HostMatrix{data.data(), data.type(), shape}, axis, op, o);
+  const SegmentReference ref = reference_segments(data.view(), layout, op, o.accumulator);
+  const SegmentAgreement a = check_segments(got, ref, o.exact);
+  const std::string what = describe(strategy, op, data.type(), std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
+                                                                   (shape.order == Order::C ? " C" : " F") + " stride " +
+                                                                   std::to_string(shape.stride) + " axis " + std::to_string(axis));
+  CHECK_MESSAGE(a.ok(), what, ": ", a.detail);
+  CHECK_MESSAGE(got.count() == layout.count, what);
+  CHECK(got.record.n == layout.elements());
+  CHECK(got.bytes_written == layout.count * size_of(got.values.type()));
+}
+
+void check_offsets_run(Reducer& r, const HostBuffer& data, const std::vector<std::int64_t>& offsets, Op op,
+                       const std::string& strategy, const std::string& name, const RunOptions& base = {}) {
+  RunOptions o = base;
+  o.kernel = strategy;
+  const SegmentedResult got = r.reduce_segments(data.view(), offsets, op, o);
+  SegmentLayout layout;
+  layout.kind = SegmentKind::Offsets;
+  layout.count = offsets.size() - 1;
+  layout.offsets = offsets.data();
+  const SegmentReference ref = reference_segments(data.view(), layout, op, o.accumulator);
+  const SegmentAgreement a = check_segments(got, ref, o.exact);
+  CHECK_MESSAGE(a.ok(), describe(strategy, op, data.type(), name), ": ", a.detail);
+  CHECK(got.bytes_read == layout.elements() * size_of(data.type()) + offsets.size() * 8);
+}
+
+std::vector<std::int64_t> offsets_of(const std::vector<std::uint64_t>& lengths, std::uint64_t start = 0) {
+  std::vector<std::int64_t> o{static_cast<std::int64_t>(start)};
+  for (auto len : lengths) o.push_back(o.back() + static_cast<std::int64_t>(len));
+  return o;
+}
+
+std::vector<std::uint64_t> random_lengths(std::uint64_t count, std::uint64_t max, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::uint64_t> l(count);
+  for (auto& x : l) x = rng() % (max + 1);
+  return l;
+}
+
+const std::vector<MatrixShape> kSmallShapes = {
+    {0, 5, 0, Order::C}, {5, 0, 0, Order::C},  {1, 1, 0, Order::C},    {1, 1000, 0, Order::C}, {1000, 1, 0, Order::C},
+    {7, 33, 0, Order::C}, {7, 33, 40, Order::C}, {7, 33, 0, Order::Fortran}, {7, 33, 9, Order::Fortran},
+    {33, 7, 7, Order::C}, {64, 32, 0, Order::C}};
+
+}  // namespace
+
+TEST_CASE("small shapes: every strategy, op, type, axis and order against the reference") {
+  auto r = reducer();
+  for (DType t : all_dtypes)
+    for (Op op : all_ops)
+      for (const auto& shape : kSmallShapes) {
+        const SegmentLayout l0 = axis_layout(shape, 0);
+        const HostBuffer data = generate(t, std::max<std::uint64_t>(l0.span(), 1), dist_for(op), 7 + l0.span());
+        for (int axis : {0, 1})
+          for (const auto& s : strategies(*r, axis_layout(shape, axis).kind)) check_axis(*r, data, shape, axis, op, s);
+      }
+}
+
+TEST_CASE("large shapes: 3x1000003, 1000003x3, 1024x1024 and a strided one, every strategy") {
+  auto r = reducer();
+  const std::vector<MatrixShape> shapes = {{3, 1000003, 0, Order::C},
+                                           {1000003, 3, 0, Order::C},
+                                           {1024, 1024, 0, Order::C},
+                                           {1024, 1000, 1027, Order::Fortran}};
+  for (const auto& shape : shapes)
+    for (DType t : {DType::F32, DType::I32, DType::F64})
+      for (Op op : {Op::Sum, Op::Max}) {
+        const HostBuffer data = generate(t, axis_layout(shape, 0).span(), dist_for(op), 11);
+        for (int axis : {0, 1})
+          for (const auto& s : strategies(*r, axis_layout(shape, axis).kind)) check_axis(*r, data, shape, axis, op, s);
+      }
+}
+
+TEST_CASE("segments: empty, single elements, empty beside huge, random lengths, one of 2^24+3") {
+  auto r = reducer();
+  struct Case {
+    std::string name;
+    std::vector<std::uint64_t> lengths;
+  };
+  std::vector<Case> cases = {{"no segments", {}},
+                             {"all empty", std::vector<std::uint64_t>(1000, 0)},
+                             {"all of one element", std::vector<std::uint64_t>(5000, 1)},
+                             {"random 0..40", random_lengths(20000, 40, 1)},
+                             {"random 0..3000", random_lengths(700, 3000, 2)}};
+  std::vector<std::uint64_t> alternating;
+  for (int i = 0; i < 8; ++i) alternating.insert(alternating.end(), {0, 0, 300001, 1, 0});
+  cases.push_back({"empty alternating with huge", alternating});
+  for (const auto& c : cases) {
+    const auto offsets = offsets_of(c.lengths, 3);  // the first segment starts past the input's start
+    for (DType t : all_dtypes)
+      for (Op op : all_ops) {
+        const HostBuffer data = generate(t, static_cast<std::uint64_t>(offsets.back()) + 5, dist_for(op), 3);
+        for (const auto& s : strategies(*r, SegmentKind::Offsets)) check_offsets_run(*r, data, offsets, op, s, c.name);
+      }
+  }
+  const auto huge = offsets_of({2, (1u << 24) + 3, 0, 5});
+  for (DType t : {DType::F32, DType::I64}) {
+    const HostBuffer data = generate(t, static_cast<std::uint64_t>(huge.back()), Dist::Uniform, 5);
+    for (const auto& s : strategies(*r, SegmentKind::Offsets)) check_offsets_run(*r, data, huge, Op::Sum, s, "2^24+3");
+  }
+}
+
+TEST_CASE("special values per segment: NaN, infinities, -0, type limits") {
+  auto r = reducer();
+  const auto offsets = offsets_of(random_lengths(3000, 12, 9));
+  for (DType t : all_dtypes)
+    for (std::uint64_t seed = 0; seed < 5; ++seed) {
+      const HostBuffer data = generate(t, static_cast<std::uint64_t>(offsets.back()), Dist::Special, seed);
+      // The special families give every order one result over the whole input only: within a
+      // segment, a plain float sum may overflow to -inf before it meets +inf, and a product may
+      // overflow or meet 0 * inf in one order and not another. So float sums run in exact mode
+      // (one answer in any order) and products are left out.
+      RunOptions o;
+      o.exact = is_float(t);
+      for (Op op : {Op::Sum, Op::Min, Op::Max})
+        for (const auto& s : strategies(*r, SegmentKind::Offsets))
+          check_offsets_run(*r, data, offsets, op, s, "special seed " + std::to_string(seed), op == Op::Sum ? o : RunOptions{});
+    }
+  // A segment of -0 terms sums to -0, an empty one to +0.
+  const std::vector<float> zeros{-0.0f, -0.0f, -0.0f};
+  const std::vector<std::int64_t> o{0, 3, 3};
+  const SegmentedResult z = r->reduce_segments(HostArray::of(std::span<const float>(zeros)), o, Op::Sum);
+  CHECK(std::signbit(z.values.as<float>()[0]));
+  CHECK(!std::signbit(z.values.as<float>()[1]));
+}
+
+TEST_CASE("i32 sums accumulate in i64 by default; the native accumulator wraps") {
+  auto r = reducer();
+  const std::vector<std::int32_t> big(64, 2000000000);
+  const std::vector<std::int64_t> o{0, 32, 64};
+  const auto in = HostArray::of(std::span<const std::int32_t>(big));
+  const SegmentedResult wide = r->reduce_segments(in, o, Op::Sum);
+  REQUIRE(wide.values.type() == DType::I64);
+  CHECK(wide.values.as<std::int64_t>()[0] == 64000000000LL);
+  RunOptions native;
+  native.accumulator = Accumulator::Native;
+  const SegmentedResult wrapped = r->reduce_segments(in, o, Op::Sum, native);
+  REQUIRE(wrapped.values.type() == DType::I32);
+  CHECK(wrapped.values.as<std::int32_t>()[1] == static_cast<std::int32_t>(static_cast<std::uint32_t>(64000000000ULL)));
+}
+
+TEST_CASE("exact sums per segment: bit for bit, rows, columns and offsets, every strategy") {
+  auto r = reducer();
+  RunOptions exact;
+  exact.exact = true;
+  const auto offsets = offsets_of(random_lengths(2000, 200, 4));
+  for (DType t : {DType::F32, DType::F64})
+    for (Dist d : {Dist::Wide, Dist::Cancel, Dist::Special, Dist::Uniform}) {
+      const HostBuffer data = generate(t, static_cast<std::uint64_t>(offsets.back()), d, 21);
+      for (const auto& s : strategies(*r, SegmentKind::Offsets))
+        check_offsets_run(*r, data, offsets, Op::Sum, s, "exact " + std::string(to_string(d)), exact);
+      for (const auto& shape : {MatrixShape{300, 77, 80, Order::C}, MatrixShape{77, 300, 0, Order::Fortran}})
+        for (int axis : {0, 1})
+          for (const auto& s : strategies(*r, axis_layout(shape, axis).kind))
+            if (axis_layout(shape, 0).span() <= data.size()) check_axis(*r, data, shape, axis, Op::Sum, s, exact);
+    }
+  // One segment longer than an exact piece (2^16 elements): its pieces' states merge.
+  const auto long_one = offsets_of({1, 200003, 7});
+  const HostBuffer data = generate(DType::F64, static_cast<std::uint64_t>(long_one.back()), Dist::Wide, 8);
+  check_offsets_run(*r, data, long_one, Op::Sum, "auto", "exact, pieces merged", exact);
+  // A float product has no exact mode.
+  CHECK_THROWS_AS(r->reduce_segments(data.view(), long_one, Op::Prod, exact), InvalidArgument);
+}
+
+TEST_CASE("inputs cut into jobs, and streamed sources, give the whole input's values") {
+  auto r = reducer();
+  RunOptions small;
+  small.chunk_elements = 1000;  // every job at most 1000 elements: long segments split, columns in tiles
+  const auto offsets = offsets_of({5, 0, 2500, 999, 1000, 1001, 0, 3, 4000});
+  const MatrixShape tall{5000, 3, 4, Order::C}, wide{3, 5000, 0, Order::C};
+  for (DType t : {DType::F32, DType::I32, DType::F64})
+    for (Op op : all_ops)
+      for (bool exact : {false, true}) {
+        if (exact && !(op == Op::Sum && is_float(t))) continue;
+        RunOptions o = small;
+        o.exact = exact;
+        const HostBuffer data = generate(t, 20000, dist_for(op), 17);
+        check_offsets_run(*r, data, offsets, op, "auto", "jobs of 1000", o);
+        for (const auto& shape : {tall, wide})
+          for (int axis : {0, 1}) check_axis(*r, data, shape, axis, op, "auto", o);
+        // The same through ChunkSource::read alone.
+        ReadOnlySource stream(data);
+        SegmentLayout layout;
+        layout.kind = SegmentKind::Offsets;
+        layout.count = offsets.size() - 1;
+        layout.offsets = offsets.data();
+        const SegmentedResult got = r->reduce_segments(stream, offsets, op, o);
+        CHECK(check_segments(got, reference_segments(data.view(), layout, op), exact).ok());
+        CHECK(got.record.total_ms > 0);
+        for (int axis : {0, 1}) {
+          const SegmentedResult a = r->reduce_axis(stream, tall, axis, op, o);
+          CHECK_MESSAGE(check_segments(a, reference_segments(data.view(), axis_layout(tall, axis), op), exact).ok(),
+                        "streamed axis ", axis);
+        }
+      }
+}
+
+TEST_CASE("bad input: one InvalidArgument naming the problem and its position") {
+  auto r = reducer();
+  const std::vector<float> x(10, 1.0f);
+  const auto in = HostArray::of(std::span<const float>(x));
+  const auto message = [&](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const InvalidArgument& e) {
+      return e.what();
+    }
+    return "no exception";
+  };
+  CHECK(message([&] { r->reduce_segments(in, std::vector<std::int64_t>{0, 5, 3, 10}, Op::Sum); }).find("position 2") !=
+        std::string::npos);
+  CHECK(message([&] { r->reduce_segments(in, std::vector<std::int64_t>{0, 5, 11}, Op::Sum); }).find("past") !=
+        std::string::npos);
+  CHECK(message([&] { r->reduce_segments(in, std::vector<std::int64_t>{-1, 5}, Op::Sum); }).find("negative") !=
+        std::string::npos);
+  CHECK(message([&] { r->reduce_segments(in, std::vector<std::int64_t>{}, Op::Sum); }).find("at least one") !=
+        std::string::npos);
+  CHECK(message([&] { r->reduce_axis(HostMatrix::of(x.data(), 2, 5, 4), 1, Op::Sum); }).find("stride") !=
+        std::string::npos);
+  CHECK(message([&] { r->reduce_axis(HostMatrix::of(x.data(), 1ull << 40, 1ull << 40), 1, Op::Sum); })
+            .find("overflows") != std::string::npos);
+  CHECK(message([&] { r->reduce_axis(HostMatrix::of(x.data(), 2, 5), 2, Op::Sum); }).find("axis 2") != std::string::npos);
+  RunOptions o;
+  o.kernel = "no_such_strategy";
+  CHECK(message([&] { r->reduce_axis(HostMatrix::of(x.data(), 2, 5), 1, Op::Sum, o); }).find("known") !=
+        std::string::npos);
+  for (const auto& k : r->segment_kernels())
+    if (!k.reduces(SegmentKind::Columns)) {
+      o.kernel = k.name;
+      CHECK(message([&] { r->reduce_axis(HostMatrix::of(x.data(), 2, 5), 0, Op::Sum, o); }).find("does not reduce") !=
+            std::string::npos);
+    }
+}
+
+TEST_CASE("the record describes the call") {
+  auto r = reducer();
+  const HostBuffer data = generate(DType::F32, 4096, Dist::Uniform, 1);
+  RunOptions o;
+  o.repeat = 3;
+  const SegmentedResult s = r->reduce_axis(HostMatrix{data.data(), DType::F32, {64, 64, 0, Order::C}}, 1, Op::Sum, o);
+  CHECK(s.record.kernel.rfind("auto:", 0) == 0);
+  CHECK(s.record.launches >= 1);
+  CHECK(s.record.repeats == 3);
+  CHECK(s.record.backend == g_backend);
+  CHECK(s.record.n == 4096);
+  CHECK(s.bytes_read == 4096 * 4);
+  CHECK(s.bytes_written == 64 * 4);
+  CHECK(s.kind == SegmentKind::Rows);
+}
+
+int main(int argc, char** argv) { return xr_suite::run(argc, argv, g_backend, g_options); }
