@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build, tests and benchmarks on a machine with an NVIDIA GPU; full logs under $OUT (at most 8
 # files), a short summary last.
-# Stages (default all but check): build test ladder sweep layouts opencl exact host mpi;
+# Stages (default all but check): build test ladder sweep layouts opencl exact host mpi segments;
 # check runs reduce_cli check --full (about 10 minutes)
 # Kernel comparisons (opencl, exact) use --host-path resident: the input is copied once and the
 # kernels are timed; the host stage measures the streamed host path end to end.
@@ -12,7 +12,7 @@ OUT=${OUT:-/tmp/xr_out}
 mkdir -p "$OUT"
 B=${XR_BUILD_DIR:-build-gpu}
 # XR_CTEST_JOBS runs that many test suites at once (default 1: suites timed alone).
-stages=${*:-build test ladder sweep layouts opencl exact host mpi}
+stages=${*:-build test ladder sweep layouts opencl exact host mpi segments}
 summary="$OUT/summary.txt"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -45,6 +45,39 @@ if has test; then
       cat /tmp/platform.log >>"$OUT/ctest.log"
     done
   done
+fi
+
+# Segmented reductions, f32 sums of 256 MiB: every CUDA strategy beside cub's
+# DeviceSegmentedReduce, then OpenCL auto on NVIDIA and OpenMP auto on the host CPU (with the
+# stream_read probe over the same bytes). GB/s counts bytes read plus bytes written.
+if has segments; then
+  seg="$OUT/segments.txt"
+  : >"$seg"
+  run_seg() {  # label, then reduce_cli arguments
+    local label=$1
+    shift
+    echo "== $label: $*" >>"$seg"
+    "$cli" "$@" --repeat 10 --warmup 2 >>"$seg" 2>&1
+    echo "exit $?" >>"$seg"
+  }
+  shapes="2^25x2 2^23x8 2^21x32 2^19x128 2^16x1024 2^12x2^14 2^6x2^20 1x2^26"
+  for s in $shapes; do run_seg "rows $s" -b cuda --kernel all --shape "$s" --axis 1; done
+  run_seg "lognormal" -b cuda --kernel all --segments 2^20 --seg-dist lognormal:64:65536
+  for s in 2^16x1024 1024x2^16 2^24x4; do run_seg "columns $s" -b cuda --kernel all --shape "$s" --axis 0; done
+  for s in $shapes; do run_seg "rows $s" -b opencl --device NVIDIA --shape "$s" --axis 1; done
+  run_seg "lognormal" -b opencl --device NVIDIA --segments 2^20 --seg-dist lognormal:64:65536
+  for s in 2^16x1024 1024x2^16 2^24x4; do run_seg "columns $s" -b opencl --device NVIDIA --shape "$s" --axis 0; done
+  run_seg "stream_read 256 MiB" -b omp --kernel stream_read --n 2^26 --host-path resident
+  for s in 2^25x2 2^21x32 2^16x1024 1x2^26; do run_seg "rows $s" -b omp --shape "$s" --axis 1; done
+  run_seg "lognormal" -b omp --segments 2^20 --seg-dist lognormal:64:65536
+  for s in 2^16x1024 1024x2^16 2^24x4; do run_seg "columns $s" -b omp --shape "$s" --axis 0; done
+  run_seg "exact rows" -b all --shape 2^16x1024 --axis 1 --exact
+  # label, backend, strategy, auto's GB/s, and cub's time over auto's where cub ran
+  awk '/^== /{label=$0; sub(/^== /,"",label); sub(/:.*/,"",label)}
+       / auto:/{for(i=1;i<=NF;i++) if($i ~ /^auto:/) k=$i;
+                if($(NF-1) ~ /x$/){g=$(NF-2); r=$(NF-1)} else {g=$(NF-1); r="-"}
+                printf "%-22s %-8s %-18s %8s GB/s  cub/auto %s\n", label, $1, k, g, r}
+       /^omp +stream_read/{printf "%-22s %-8s %-18s %8s GB/s\n", label, "omp", "stream_read", $(NF-1)}' "$seg" | tee -a "$summary"
 fi
 
 if has ladder; then
