@@ -18,7 +18,8 @@ asan() {
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXREDUCE_CUDA=OFF \
     -DXREDUCE_SANITIZE=address,undefined >/dev/null || return 1
   cmake --build build-asan -j "$jobs" --target reduce_cli xr_test_core xr_test_backends xr_test_threads \
-    xr_test_exact_device xr_test_cli xr_test_fuzz xr_test_opencl xr_test_opencl_exact || return 1
+    xr_test_exact_device xr_test_cli xr_test_fuzz xr_test_opencl xr_test_opencl_exact xr_test_segments \
+    xr_test_opencl_segments || return 1
   # use_sigaltstack=0: LLVM inside PoCL gives its threads alternate signal stacks, which ASan
   # would unmap as its own when those threads end (a CHECK failure, not a finding).
   # PoCL's compiler leaks when it builds a kernel missing from its cache (stacks end in
