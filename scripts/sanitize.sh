@@ -2,8 +2,7 @@
 # The sanitizer stages of the test suite (scripts/test.sh runs them after the release tests):
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer with LeakSanitizer on, in build-asan
 #         (g++, no CUDA): the library, reduce_cli, and the core, OpenMP, OpenCL, exact, thread,
-#         segmented, CLI,
-#         plot and fuzz suites. Any report fails the stage.
+#         segmented, CLI, plot and fuzz suites. Any report fails the stage.
 #   tsan  ThreadSanitizer in build-tsan: the core and OpenMP suites, built with clang against
 #         LLVM's OpenMP runtime, whose Archer tool tells TSan about OpenMP's barriers and
 #         reductions (libgomp is not instrumented: every parallel region would be reported).
