@@ -61,7 +61,7 @@ std::vector<std::string> strategies(SegmentKind kind) {
   return names;
 }
 
-// The values a device call left in `out`, as a SegmentedResult that check_segments reads.
+// The values a device-pointer reduction wrote to `out`, as a SegmentedResult that check_segments reads.
 SegmentedResult collect(const DevMem& out, DType result_type, u64 count, const xr::Result& record) {
   SegmentedResult r;
   r.record = record;
