@@ -111,6 +111,16 @@ void merge_piece(ExactSum& sum, const std::int64_t* words, DType type) {
   sum.merge_raw(raw);
 }
 
+// The strategy named `name`; InvalidArgument listing the known names.
+KernelInfo find_strategy(const std::vector<KernelInfo>& list, std::string_view name, std::string_view backend) {
+  for (const auto& k : list)
+    if (k.name == name) return k;
+  std::string known;
+  for (const auto& k : list) known += (known.empty() ? "" : ", ") + k.name;
+  throw InvalidArgument("unknown " + std::string(backend) + " segment strategy '" + printable(name) + "' (known: " +
+                        known + ")");
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -375,17 +385,10 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
                              ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options) {
   check_options(options);
   const DType type = source.type();
-  const auto list = device.kernels();
-  const auto k = std::find_if(list.begin(), list.end(), [&](const KernelInfo& i) { return i.name == options.kernel; });
-  if (k == list.end()) {
-    std::string known;
-    for (const auto& i : list) known += (known.empty() ? "" : ", ") + i.name;
-    throw InvalidArgument("unknown " + std::string(backend) + " segment strategy '" + printable(options.kernel) +
-                          "' (known: " + known + ")");
-  }
-  check_request(*k, op, type, 1, backend, options.exact);
-  if (!k->reduces(layout.kind))
-    throw InvalidArgument(std::string(backend) + " segment strategy '" + k->name + "' does not reduce " +
+  const KernelInfo k = find_strategy(device.kernels(), options.kernel, backend);
+  check_request(k, op, type, 1, backend, options.exact);
+  if (!k.reduces(layout.kind))
+    throw InvalidArgument(std::string(backend) + " segment strategy '" + k.name + "' does not reduce " +
                           std::string(to_string(layout.kind)));
   if (layout.span() > source.size())
     throw InvalidArgument("the layout reaches element " + std::to_string(layout.span()) + " but the input has " +
@@ -396,7 +399,7 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
   result.kind = layout.kind;
   result.values = HostBuffer(result_dtype(op, type, options.accumulator), layout.count);
   Result& r = result.record;
-  r.kernel = k->name;
+  r.kernel = k.name;
   r.repeats = options.repeat;
   r.path = source.memory() ? "resident" : "stream";
 
@@ -449,12 +452,7 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
 std::vector<KernelInfo> Reducer::segment_kernels() { return segment_device().kernels(); }
 
 KernelInfo Reducer::segment_kernel(std::string_view name) {
-  const auto list = segment_kernels();
-  for (const auto& k : list)
-    if (k.name == name) return k;
-  std::string known;
-  for (const auto& k : list) known += (known.empty() ? "" : ", ") + k.name;
-  throw InvalidArgument("unknown " + backend() + " segment strategy '" + printable(name) + "' (known: " + known + ")");
+  return detail::find_strategy(segment_kernels(), name, backend());
 }
 
 SegmentedResult Reducer::reduce_axis(const HostMatrix& in, int axis, Op op, const RunOptions& options) {
