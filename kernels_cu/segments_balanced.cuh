@@ -46,30 +46,29 @@ struct BalancedOffsets {
   }
 };
 
-// The segments finished before diagonal d of the merge path (ends before elements at a tie).
-template <class Src> __device__ __forceinline__ u64 merge_path(const Src& src, u64 d) {
-  u64 lo = d > src.elements ? d - src.elements : 0, hi = d < src.count ? d : src.count;
-  while (lo < hi) {
-    const u64 mid = lo + (hi - lo) / 2;
-    if (src.end(mid) <= d - mid - 1) lo = mid + 1;
-    else hi = mid;
+// The first segment in [lo, hi) that ends at `p` or later (hi where none does): a search by the
+// whole warp, 32 ends a step, so 2^20 segments take 4 dependent loads. Every lane returns it.
+template <class Src> __device__ __forceinline__ u64 warp_lower_bound(const Src& src, u64 lo, u64 hi, u64 p) {
+  const unsigned lane = threadIdx.x & 31u;
+  while (hi - lo > 32) {
+    const u64 step = (hi - lo + 31) / 32;
+    const u64 q = lo + (lane + 1) * step - 1 < hi - 1 ? lo + (lane + 1) * step - 1 : hi - 1;
+    const unsigned at_or_after = __ballot_sync(0xffffffffu, src.end(q) >= p);
+    if (!at_or_after) return hi;
+    const unsigned f = __ffs(at_or_after) - 1;
+    const u64 first = lo + f * step;  // one past the probe of lane f - 1
+    hi = lo + (f + 1) * step - 1 < hi - 1 ? lo + (f + 1) * step - 1 : hi - 1;
+    lo = first;
   }
-  return lo;
+  const unsigned at_or_after = __ballot_sync(0xffffffffu, lo + lane < hi && src.end(lo + lane) >= p);
+  return at_or_after ? lo + __ffs(at_or_after) - 1 : hi;
 }
 
-// Where each tile starts on the merge path (tile t at diagonal t * tile_items, the last at the
-// end): split[t] segments finished before it. With `disorder`, offsets that decrease anywhere
-// set it to 1 (it is 0 before the launch).
-template <class Src>
-__global__ void k_balanced_split(Src src, u64 tiles, u64 tile_items, u64* __restrict__ split,
-                                 unsigned* __restrict__ disorder) {
-  src.prepare();
-  const u64 items = src.count + src.elements;
+// Offsets the host has not checked: sets *disorder where they decrease (it is 0 before the launch).
+template <class Src> __global__ void k_balanced_order(Src src, unsigned* __restrict__ disorder) {
   const u64 tid = u64(blockIdx.x) * blockDim.x + threadIdx.x, step = u64(gridDim.x) * blockDim.x;
-  for (u64 t = tid; t <= tiles; t += step) split[t] = merge_path(src, t * tile_items < items ? t * tile_items : items);
-  if (disorder)
-    for (u64 i = tid; i < src.count; i += step)
-      if (!src.ordered(i)) *disorder = 1;
+  for (u64 i = tid; i < src.count; i += step)
+    if (!src.ordered(i)) *disorder = 1;
 }
 
 // Shuffle up of any trivially copyable type, in 32-bit words (as shfl_down).
@@ -134,29 +133,34 @@ __device__ __forceinline__ SegmentRun<Acc> block_segmented_scan(SegmentRun<Acc> 
   return before;
 }
 
-// Shared-memory slot of element k of a tile: one element of padding per 128 bytes, so that the
-// threads of a warp, K elements apart, read distinct banks.
+// Shared-memory slot of element k of a tile: one element of padding per 128 bytes, so that
+// neither the 16-byte packs stored by consecutive threads nor the K consecutive elements each
+// thread reads back meet in a bank.
 template <class In> __device__ __forceinline__ unsigned padded(unsigned k) { return k + k / (128 / sizeof(In)); }
 
-// k_balanced's dynamic shared memory for tiles of `tile` items: a tile's ends (32 bits each,
-// relative to its first element) then its padded elements, aligned to one; ends and elements
-// together are at most `tile` items, so they share the room of `tile` of the wider.
+// k_balanced's dynamic shared memory for tiles of `tile` elements: a bit per element (a segment
+// ends just before it), the segment that ends there (relative to the tile's first end), then the
+// padded elements.
+constexpr std::size_t balanced_marks_bytes(std::size_t tile) { return tile / 32 * 4 + tile * 4; }
 constexpr std::size_t balanced_smem_bytes(std::size_t tile, std::size_t elem) {
-  return tile * (elem > sizeof(unsigned) ? elem : sizeof(unsigned)) + (tile / (128 / elem) + 1) * elem;
+  return balanced_marks_bytes(tile) + (tile + tile / (128 / elem) + 1) * elem;
 }
 
-// balanced: block b reduces the items [b * T, (b + 1) * T) of the merge path, T = blockDim.x * K.
-// Its elements go to shared memory (16-byte loads where dense), each thread walks K items from
-// its diagonal, writing every segment that ends inside its items after the first; the first
-// takes the threads before it through a block segmented scan. The segment open at the end of the
-// tile leaves its part in carry[b] (key carry_key[b], ~0 for none) for k_balanced_fixup. Where
-// `disorder` is set, every block reduces whole segments instead (clamped, as k_block).
+// balanced: block b reduces the elements [b * T, (b + 1) * T) of the segments laid end to end
+// (T = blockDim.x * K), and owns the segment ends at those positions (the last block also the
+// end of the input). The elements are loaded (16-byte packs where dense) before the block looks
+// for its ends, staged in shared memory, and each thread adds its K consecutive ones, closing a
+// segment where a bit marks an end; its first segment takes the threads before it through a block
+// segmented scan. Empty segments are written as the ends are marked. The segment open at the
+// tile's end leaves its part in carry[b] (key carry_key[b], ~0 for none) for k_balanced_fixup.
+// Where `disorder` is set, every block reduces whole segments instead (clamped, as k_block).
 // Dynamic shared memory: balanced_smem_bytes(blockDim.x * K, sizeof(In)); U: packs in flight a
 // thread on the per-segment path.
 template <class In, class Acc, xr::Op O, class Src, unsigned K, unsigned U>
-__global__ void __launch_bounds__(256, 8)
-    k_balanced(const In* __restrict__ in, Src src, const u64* __restrict__ split, Acc* __restrict__ out,
-               Acc* __restrict__ carry, u64* __restrict__ carry_key, const unsigned* __restrict__ disorder) {
+__global__ void __launch_bounds__(256, 6)
+    k_balanced(const In* __restrict__ in, Src src, Acc* __restrict__ out, Acc* __restrict__ carry,
+               u64* __restrict__ carry_key, const unsigned* __restrict__ disorder) {
+  static_assert(32 % K == 0, "a thread's bits lie in one word");
   if (disorder && *disorder) {
     for (u64 s = blockIdx.x; s < src.count; s += gridDim.x) {
       const Range r = src.range(s);
@@ -170,94 +174,88 @@ __global__ void __launch_bounds__(256, 8)
   const unsigned tile = blockDim.x * K;
   unsigned char* smem = dyn_shared<unsigned char>();
   unsigned* ends = reinterpret_cast<unsigned*>(smem);
-  __shared__ u64 tile_at[2];
-  __shared__ bool first_empty;
-  const u64 items = src.count + src.elements;
-  const u64 d0 = u64(blockIdx.x) * tile, d1 = d0 + tile < items ? d0 + tile : items;
-  if (d0 >= items) {  // a tile past the end (the grid counts every element of the input)
+  unsigned* segment_at = ends + tile / 32;
+  In* vals = reinterpret_cast<In*>(smem + balanced_marks_bytes(tile));
+  __shared__ u64 tile_ends[2];
+  const u64 p0 = u64(blockIdx.x) * tile;
+  if (p0 > src.elements) {  // past the end (the grid counts every element of the input)
     if (threadIdx.x == 0 && carry) carry_key[blockIdx.x] = ~u64{0};
     return;
   }
-  if (threadIdx.x < 2) tile_at[threadIdx.x] = split ? split[blockIdx.x + threadIdx.x] : merge_path(src, threadIdx.x ? d1 : d0);
-  __syncthreads();
-  const u64 i0 = tile_at[0], i1 = tile_at[1], j0 = d0 - i0, j1 = d1 - i1;
-  const unsigned segments = static_cast<unsigned>(i1 - i0), length = static_cast<unsigned>(j1 - j0);
-  In* vals = reinterpret_cast<In*>(smem + (segments * sizeof(unsigned) + sizeof(In) - 1) / sizeof(In) * sizeof(In));
+  const unsigned length = static_cast<unsigned>(src.elements - p0 < tile ? src.elements - p0 : tile);
 
-  // The tile's elements and the ends of its segments, relative to its first element: every
-  // thread's first end (and thread 0's end before the tile) is loaded with the elements, so that
-  // the tile waits for one round of loads.
-  const unsigned end0 = threadIdx.x < segments ? static_cast<unsigned>(src.end(i0 + threadIdx.x) - j0) : 0;
-  const u64 before_tile = threadIdx.x == 0 && segments && i0 ? src.end(i0 - 1) : 0;
+  // The loads first: they do not depend on the ends.
+  const In* base = in + src.first() + p0;
+  const PackSplit<In> split(base, length);
+  Pack<In> p[P];
+  const unsigned e = threadIdx.x, edge_at = static_cast<unsigned>(e < split.head ? e : e + split.nvec * V);
+  const bool edge = src.dense() && e < length - split.nvec * V;
+  In edge_value{};
   if (src.dense()) {
-    const In* base = in + src.first() + j0;
-    const PackSplit<In> s(base, length);
-    const Pack<In>* vin = reinterpret_cast<const Pack<In>*>(base + s.head);
-    Pack<In> p[P];
+    const Pack<In>* vin = reinterpret_cast<const Pack<In>*>(base + split.head);
 #pragma unroll
     for (unsigned r = 0; r < P; ++r)
-      if (threadIdx.x + r * blockDim.x < s.nvec) p[r] = load_pack<Deal::BlockSegments>(vin + threadIdx.x + r * blockDim.x);
-    // The head and the tail: fewer than 2 V elements, at most one a thread.
-    const unsigned e = threadIdx.x, k = static_cast<unsigned>(e < s.head ? e : e + s.nvec * V);
-    const bool edge = e < length - s.nvec * V;
-    In edge_value{};
-    if (edge) edge_value = base[k];
+      if (threadIdx.x + r * blockDim.x < split.nvec) p[r] = load_pack<Deal::BlockSegments>(vin + threadIdx.x + r * blockDim.x);
+    if (edge) edge_value = base[edge_at];
+  }
+  // The tile's ends: segments [lo, hi) end at positions [p0, p0 + T). The grid has a tile past
+  // the last element, so the end of the input lies in one.
+  for (unsigned which = threadIdx.x >> 5; which < 2; which += blockDim.x >> 5) {
+    const u64 found = warp_lower_bound(src, 0, src.count, which ? p0 + tile : p0);
+    if ((threadIdx.x & 31u) == 0) tile_ends[which] = found;
+  }
+  for (unsigned w = threadIdx.x; w < tile / 32; w += blockDim.x) ends[w] = 0;
+  if (src.dense()) {
 #pragma unroll
     for (unsigned r = 0; r < P; ++r)
-      if (threadIdx.x + r * blockDim.x < s.nvec)
+      if (threadIdx.x + r * blockDim.x < split.nvec)
 #pragma unroll
         for (unsigned v = 0; v < V; ++v)
-          vals[padded<In>(static_cast<unsigned>(s.head) + (threadIdx.x + r * blockDim.x) * V + v)] = p[r].v[v];
-    if (edge) vals[padded<In>(k)] = edge_value;
+          vals[padded<In>(static_cast<unsigned>(split.head) + (threadIdx.x + r * blockDim.x) * V + v)] = p[r].v[v];
+    if (edge) vals[padded<In>(edge_at)] = edge_value;
   } else {
-    for (unsigned k = threadIdx.x; k < length; k += blockDim.x) vals[padded<In>(k)] = in[src.address(j0 + k)];
+    for (unsigned k = threadIdx.x; k < length; k += blockDim.x) vals[padded<In>(k)] = in[src.address(p0 + k)];
   }
-  if (threadIdx.x < segments) ends[threadIdx.x] = end0;
-  for (unsigned k = threadIdx.x + blockDim.x; k < segments; k += blockDim.x) ends[k] = static_cast<unsigned>(src.end(i0 + k) - j0);
-  if (threadIdx.x == 0) first_empty = segments && end0 + j0 == before_tile;
   __syncthreads();
 
-  // This thread's items: from its diagonal on the tile's merge path.
-  const unsigned dt = threadIdx.x * K, tile_items = segments + length;
-  unsigned x = 0, y = 0;
-  if (dt < tile_items) {
-    unsigned lo = dt > length ? dt - length : 0, hi = dt < segments ? dt : segments;
-    while (lo < hi) {
-      const unsigned mid = (lo + hi) / 2;
-      if (ends[mid] <= dt - mid - 1) lo = mid + 1;
-      else hi = mid;
+  // Mark the end of every non-empty segment; write the empty ones.
+  const u64 lo = tile_ends[0], hi = tile_ends[1];
+  for (u64 k = lo + threadIdx.x; k < hi; k += blockDim.x) {
+    const u64 at = src.end(k), before = k ? src.end(k - 1) : 0;
+    if (at == before) {
+      out[k] = xr::empty_value<Acc>(O);
+    } else {
+      const unsigned q = static_cast<unsigned>(at - p0);
+      atomicOr(ends + q / 32, 1u << (q % 32));
+      segment_at[q] = static_cast<unsigned>(k - lo);
     }
-    x = lo;
-    y = dt - lo;
   }
-  const unsigned stop = dt + K < tile_items ? dt + K : tile_items;
+  __syncthreads();
+
+  // This thread's K elements; each marked end closes a segment.
+  const unsigned first = threadIdx.x * K;
+  const unsigned marks = (ends[first / 32] >> (first % 32)) & (K == 32 ? ~0u : (1u << K) - 1u);
   Acc acc = ident<O, Acc>(), head = ident<O, Acc>();
-  unsigned first = segments;  // the first segment this thread ends (segments: none)
-  for (unsigned item = dt; item < stop; ++item) {
-    if (x < segments && y >= ends[x]) {
-      const bool empty = x ? ends[x] == ends[x - 1] : first_empty;
-      if (first == segments) {
-        first = x;
+  unsigned head_at = K;  // where this thread's first end lies (K: none)
+#pragma unroll
+  for (unsigned i = 0; i < K; ++i) {
+    if (marks & (1u << i)) {
+      if (head_at == K) {
+        head_at = i;
         head = acc;
       } else {
-        out[i0 + x] = empty ? xr::empty_value<Acc>(O) : acc;
+        out[lo + segment_at[first + i]] = acc;
       }
       acc = ident<O, Acc>();
-      ++x;
-    } else {
-      acc = apply<O>(acc, static_cast<Acc>(vals[padded<In>(y)]));
-      ++y;
     }
+    if (first + i < length) acc = apply<O>(acc, static_cast<Acc>(vals[padded<In>(first + i)]));
   }
   SegmentRun<Acc> total;
-  const SegmentRun<Acc> before = block_segmented_scan<O>(SegmentRun<Acc>{acc, first != segments}, total);
-  if (first != segments) {
-    const bool empty = first ? ends[first] == ends[first - 1] : first_empty;
-    out[i0 + first] = empty ? xr::empty_value<Acc>(O) : apply<O>(before.value, head);
-  }
+  const SegmentRun<Acc> before = block_segmented_scan<O>(SegmentRun<Acc>{acc, head_at != K}, total);
+  if (head_at != K) out[lo + segment_at[first + head_at]] = apply<O>(before.value, head);
   if (threadIdx.x == 0 && carry) {
     carry[blockIdx.x] = total.value;
-    carry_key[blockIdx.x] = i1 < src.count ? i1 : ~u64{0};
+    carry_key[blockIdx.x] = hi < src.count ? hi : ~u64{0};
   }
 }
 

@@ -280,7 +280,7 @@ TEST_CASE("offsets: every strategy, op and type on mixed lengths, synchronous an
         CHECK_MESSAGE(got.record.n == static_cast<u64>(offsets.back() - offsets.front()), what);
         if (strategy == "auto") CHECK_MESSAGE(got.record.kernel == "auto:balanced", what);
         if (strategy == "binned") CHECK_MESSAGE(got.record.launches == 5, what);
-        if (strategy == "balanced" || strategy == "auto") CHECK_MESSAGE(got.record.launches == 3, what);
+        if (strategy == "balanced" || strategy == "auto") CHECK_MESSAGE(got.record.launches == 2, what);
         if (strategy == "multiblock") CHECK_MESSAGE(got.record.launches == 2, what);
         expect_reference(device_segments(data, offsets, op, o, true, stream), data, offsets_layout(offsets), op, o,
                          what + " (async)");

@@ -165,9 +165,9 @@ const std::vector<StrategyRow>& strategy_rows() {
        "segments binned by length on the device, one launch per bin (subwarp, warp, block, multiblock): mixed "
        "lengths each get their strategy; a classification pass and bin lists cost 12 bytes a segment"},
       {Strategy::Balanced, "balanced", KernelKind::Rung, {kRows, kOffsets}, BlockRule{32, policy::kBalancedMaxBlock, 32, {}, policy::kSegmentBlock},
-       "equal tiles of segment ends and elements (merge path) per block, staged in shared memory, a block "
-       "segmented scan and a fixup of parts across tiles: any mix of lengths at one rate; a search pass over the "
-       "offsets, shared memory and 2-3 launches"},
+       "equal tiles of elements per block whatever the segments, staged in shared memory, each thread's run cut "
+       "at marked ends, a block segmented scan and a fixup of parts across tiles: any mix of lengths at one rate; "
+       "a search of the offsets per tile, shared memory and 2 launches"},
       {Strategy::Columns, "columns", KernelKind::Rung, {kColumns}, blocks(1024),
        "lanes across columns, row bands over blocks finished by the last block of each column tile, narrow "
        "arrays with lanes over whole rows: one launch; band partials"},
@@ -315,7 +315,6 @@ struct SegmentPlan {
   unsigned* tickets = nullptr;
   std::array<unsigned*, 4> lists{};
   std::uint64_t* chunk_base = nullptr;
-  std::uint64_t* split = nullptr;      // balanced
   std::uint64_t* carry_key = nullptr;  // balanced
   unsigned* disorder = nullptr;        // balanced over offsets the host has not checked
 
@@ -334,8 +333,8 @@ Strategy choose(const SegmentTask& t, const LengthStats& s) {
   };
   if (t.kind == SegmentKind::Rows) return by_length(t.length, t.count);
   // Lengths unknown or mixed: balanced, whose rate does not depend on them (H100, 2^20 segments
-  // of lognormal lengths, mean 64: balanced 1636-1706 GB/s in 3 launches, binned 1026 in 4,
-  // subwarp 1115, warp 815); binned where the block is too large for balanced.
+  // of lognormal lengths, mean 64, f32: balanced 1911-1974 GB/s in 2 launches, binned 1020-1034
+  // in 4, subwarp 1115-1121, warp 815-822); binned where the block is too large for balanced.
   const Strategy mixed = t.block <= policy::kBalancedMaxBlock ? Strategy::Balanced : Strategy::Binned;
   if (!s.known) return mixed;
   const auto used = std::count_if(s.bins.begin(), s.bins.end(), [](u64 c) { return c > 0; });
@@ -455,13 +454,14 @@ SegmentPlan plan_segments(Strategy requested, const SegmentTask& t) {
       p.kernel = rows ? SegmentKernel::BalancedRows : SegmentKernel::BalancedOffsets;
       const u64 tile = u64(p.block) * policy::balanced_items(t.elem());
       // Elements: at most the input's n (what the host cannot see lies within it); the tiles
-      // past the merge path's end exit at once.
+      // past the end exit at once. One tile more than whole tiles: the end of the input lies in one.
       const u64 elements = rows ? t.count * t.length : known ? p.stats.total : t.n;
-      p.tiles = ceil_div(t.count + elements, tile);
+      p.tiles = elements / tile + 1;
       if (p.tiles > INT_MAX)
-        throw InvalidArgument("cuda: balanced: " + std::to_string(t.count + elements) + " items is too many");
-      p.launches = (rows ? 1 : 2) + (p.tiles > 1 ? 1 : 0);
-      p.finish = "merge-path tiles of " + std::to_string(tile) + " items, a block segmented scan" +
+        throw InvalidArgument("cuda: balanced: " + std::to_string(elements) + " elements is too many");
+      const bool check_order = t.kind == kOffsets && !t.host_offsets;
+      p.launches = 1 + (check_order ? 1 : 0) + (p.tiles > 1 ? 1 : 0);
+      p.finish = "tiles of " + std::to_string(tile) + " elements, a block segmented scan" +
                  (p.tiles > 1 ? ", parts across tiles combined by a fixup launch" : "");
       if (known)
         p.depth = policy::balanced_items(t.elem()) + log2_ceil(p.block) + 1 +
@@ -524,11 +524,10 @@ void reserve(SegmentPlan& p, const SegmentTask& t) {
   const std::size_t rsize = t.result_size();
   switch (p.strategy) {
     case Strategy::Balanced: {
-      // Where each tile starts, each tile's part and its segment, and the disorder flag.
-      auto* words = static_cast<std::uint64_t*>(s.buffer(SegmentScratch::ChunkBase, (2 * p.tiles + 2) * sizeof(std::uint64_t)));
-      p.split = words;
-      p.carry_key = words + p.tiles + 1;
-      p.disorder = t.kind == kOffsets && !t.host_offsets ? reinterpret_cast<unsigned*>(words + 2 * p.tiles + 1) : nullptr;
+      // Each tile's part and its segment, and the disorder flag.
+      auto* words = static_cast<std::uint64_t*>(s.buffer(SegmentScratch::ChunkBase, (p.tiles + 1) * sizeof(std::uint64_t)));
+      p.carry_key = words;
+      p.disorder = t.kind == kOffsets && !t.host_offsets ? reinterpret_cast<unsigned*>(words + p.tiles) : nullptr;
       p.partials = s.buffer(SegmentScratch::Partials, p.tiles * rsize);
       break;
     }
@@ -595,7 +594,6 @@ SegmentLaunch base_launch(const SegmentPlan& p, const SegmentTask& t) {
   L.tickets = p.tickets;
   L.tiles = p.tiles;
   L.band_rows = p.band_rows;
-  L.split = p.split;
   L.carry_key = p.carry_key;
   L.disorder = p.disorder;
   return L;

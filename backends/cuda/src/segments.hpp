@@ -43,8 +43,7 @@ struct SegmentLaunch {
   void* partials = nullptr;                   // multiblock, columns: one value per chunk or band
   u64 capacity = 0;                           // multiblock over a list: chunks `partials` holds
   unsigned* tickets = nullptr;                // multiblock, columns: 0 between launches
-  u64 tiles = 0, band_rows = 0;               // columns; balanced: tiles of the merge path
-  std::uint64_t* split = nullptr;             // balanced over offsets: where each tile starts (tiles + 1)
+  u64 tiles = 0, band_rows = 0;               // columns; balanced: tiles of elements
   std::uint64_t* carry_key = nullptr;         // balanced: the segment of each tile's part in `partials`
   unsigned* disorder = nullptr;               // balanced over offsets the host has not checked: set where they decrease
 };
@@ -74,7 +73,7 @@ enum class SegmentKernel : unsigned {
   ColumnsNarrow,     // k_columns_narrow
   ColumnsNarrowVec,
   BalancedRows,      // k_balanced (with k_balanced_fixup)
-  BalancedOffsets,   // k_balanced_split, k_balanced (with k_balanced_fixup)
+  BalancedOffsets,   // k_balanced (with k_balanced_order and k_balanced_fixup)
   CubRows,           // cub::DeviceSegmentedReduce::Reduce
   CubOffsets,
   Count

@@ -1,4 +1,4 @@
-// Launchers of k_balanced_split, k_balanced and k_balanced_fixup (balanced, over rows and
+// Launchers of k_balanced_order, k_balanced and k_balanced_fixup (balanced, over rows and
 // offsets): kernels_cu/segments_balanced.cuh.
 #include "kernels_cu/segments_balanced.cuh"
 #include "policy.hpp"
@@ -23,19 +23,20 @@ template <bool Rows> struct Balanced {
     Src src;
     if constexpr (Rows) src = {L.count, L.length, L.stride};
     else src = {L.offsets, L.n, L.count};
-    const u64 tile = u64(L.block) * policy::balanced_items(sizeof(In));
     const unsigned sm_blocks = static_cast<unsigned>(L.caps->sm_count) * 8;
     if constexpr (!Rows) {
-      if (L.disorder) check(cudaMemsetAsync(L.disorder, 0, sizeof(unsigned), L.stream), "cudaMemsetAsync (balanced)");
-      const u64 threads = std::max<u64>(L.tiles + 1, L.disorder ? L.count : 0);
-      const u64 grid = std::clamp<u64>(ceil_div(threads, 256), 1, sm_blocks);
-      ks::k_balanced_split<<<static_cast<unsigned>(grid), 256, 0, L.stream>>>(src, L.tiles, tile, L.split, L.disorder);
-      check_launch("k_balanced_split");
+      if (L.disorder) {
+        check(cudaMemsetAsync(L.disorder, 0, sizeof(unsigned), L.stream), "cudaMemsetAsync (balanced)");
+        const u64 grid = std::clamp<u64>(ceil_div(L.count, 256), 1, sm_blocks);
+        ks::k_balanced_order<<<static_cast<unsigned>(grid), 256, 0, L.stream>>>(src, L.disorder);
+        check_launch("k_balanced_order");
+      }
     }
+    const u64 tile = u64(L.block) * policy::balanced_items(sizeof(In));
     const bool fixup = L.tiles > 1;
     Acc* carry = fixup ? static_cast<Acc*>(L.partials) : nullptr;
     fn<In, Acc, O>()<<<static_cast<unsigned>(L.tiles), L.block, ks::balanced_smem_bytes(tile, sizeof(In)), L.stream>>>(
-        static_cast<const In*>(L.in), src, Rows ? nullptr : L.split, static_cast<Acc*>(L.out), carry, L.carry_key,
+        static_cast<const In*>(L.in), src, static_cast<Acc*>(L.out), carry, L.carry_key,
         Rows ? nullptr : L.disorder);
     check_launch("k_balanced");
     if (!fixup) return;
