@@ -338,7 +338,7 @@ FileLayout raw_layout(const std::string& name, std::uint64_t size, std::optional
   if (size % elem != 0)
     fail(name, "size " + count(size) + " bytes is not a multiple of the " + count(elem) + "-byte " + type_text(*type) +
                    " element (" + count(size % elem) + " bytes left over)");
-  return {FileFormat::Raw, *type, size / elem, 0, size};
+  return {FileFormat::Raw, *type, size / elem, 0, size, {}, false};  // a raw file has no shape
 }
 
 // ---- text -----------------------------------------------------------------------------------
