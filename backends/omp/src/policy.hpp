@@ -18,10 +18,29 @@ constexpr std::uint64_t kChunkBytes = std::uint64_t{64} << 20;
 // Segmented reductions: a thread gets at least this many elements (a parallel region costs a few
 // microseconds, the time to read 256 KiB at the 2-core development machine's 27-45 GB/s).
 constexpr std::uint64_t kMinSegmentElementsPerThread = std::uint64_t{1} << 16;
-// Dense rows up to this length fold in a loop with the length a compile-time constant, which
-// the compiler unrolls and vectorises across rows (rows of 2 f32 at 2^25 rows: the general
-// per-segment loop reached 20 GB/s against stream_read's 124 on a 16-core Xeon host).
+// Dense rows up to this length fold in a loop with the length a compile-time constant: rows
+// shorter than two packs whole, the compiler vectorising across rows, longer ones 4 f32 rows at
+// a time through fold_across (rows of 2 f32 at 2^25 rows: the general per-segment loop reached
+// 20 GB/s against stream_read's 124 on a 16-core Xeon host).
 constexpr std::uint64_t kShortRow = 8;
+// Dense rows whose length is a power of two up to this many elements also have a loop with the
+// length a constant, 4 f32 rows finished together (fold_across): one thread of the 2-core
+// development machine read cache-resident (2^14, 32) f32 at 59 GB/s this way, 28 GB/s through the
+// loop for any length, (2^13, 64) at 53 against 34, (2^12, 128) at 55 against 46; (2^11, 256)
+// gains little (56 against 54).
+constexpr std::uint64_t kFixedRowMax = 128;
+// CSR segments fold in this many bytes of lanes (four packs of 16 bytes): 2^13 lognormal lengths
+// of mean 64 f32, cache-resident, one thread of the 2-core development machine: 27 GB/s in 64
+// bytes of lanes, 22 GB/s in 32, 20 GB/s in 128 (kLaneBytes); short segments waste less of
+// their masked last block.
+constexpr std::uint64_t kSegmentLaneBytes = 64;
+// Rows of a fixed length write their values in blocks of this many bytes (four cache lines), past
+// the caches with non-temporal stores once the values reach kStreamOutputBytes (more than a
+// core's share of a last-level cache): rows of 2 f32 write half as many bytes as they read, and
+// an ordinary store first reads the line it fills. (2^25, 2) f32 on the 16-core Xeon of the H100
+// device machine: 0.82-1.16 of stream_read with them, 0.67-0.86 without.
+constexpr std::uint64_t kOutputBlockBytes = 256;
+constexpr std::uint64_t kStreamOutputBytes = std::uint64_t{16} << 20;
 // Column reductions stream rows: each thread reads its rows in order into a partial row of its
 // own, up to this size (half a typical per-core L2). Splitting columns over threads instead read
 // (2^16, 1024) f32 at 23 GB/s against stream_read's 76 on a 16-core Xeon host, each thread
@@ -29,9 +48,12 @@ constexpr std::uint64_t kShortRow = 8;
 // kColumnBand (4 KiB of f32 partials, L1-resident) while the rows stream past.
 constexpr std::uint64_t kColumnPartialBytes = std::uint64_t{1} << 19;
 constexpr std::uint64_t kColumnBand = 1024;
-// Narrow dense column reductions fold this many consecutive elements (several rows) per step,
-// element f into lane f, so the loop vectorises though a row holds only a few columns ((2^24, 4)
-// f32 read at 20 GB/s row by row on the same host).
-constexpr std::uint64_t kNarrowWidth = 64;
+// Column reductions fold this many rows together per column before adding them to the partial
+// row, so the partials are loaded and stored once per this many rows: one thread of the 2-core
+// development machine read cache-resident (2^9, 1024) f32 at 48 GB/s with 4 (41 a row at a
+// time, 46 with 8) and (8, 2^16) at 42 (31, 39). Narrow dense arrays (a row of fewer than
+// kLaneBytes) fold kLaneBytes of consecutive rows per step instead, element f into lane f, so the
+// loop vectorises though a row holds only a few columns.
+constexpr std::uint64_t kColumnRows = 4;
 
 }  // namespace xr::omp::detail

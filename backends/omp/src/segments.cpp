@@ -1,18 +1,28 @@
 // Segmented reductions on the host CPU (core/src/segment_device.hpp).
-//   rows     Rows and Offsets: the elements of all segments split evenly over the threads, so a
-//            thread may hold many short segments or a piece of a long one; each run folds in
-//            independent SIMD lanes; pieces of a segment split between threads combine in order.
-//   columns  Columns: SIMD across columns. Rows split over the threads, each streaming its rows
-//            into its own row of partials (narrow arrays fold several rows per vector); arrays
-//            too wide for a thread's partials to stay in cache split their columns instead.
+//   rows     Rows and Offsets: the elements of all segments split evenly over the threads; a
+//            thread owns the segments that start in its share and folds each in packs of SIMD
+//            lanes; a segment that runs past a share's end takes its pieces from the next
+//            threads, combined in order. Dense rows of a length with a loop of its own (1 to
+//            kShortRow, powers of two to kFixedRowMax) go in blocks of whole rows over the
+//            threads, several rows per vector, their values streamed past the caches when many.
+//   columns  Columns: SIMD across columns. Rows split over the threads, each streaming its rows,
+//            kColumnRows at a time, into its own row of partials (narrow arrays fold several rows
+//            per vector), the partials combined in thread order by all threads; arrays too wide
+//            for a thread's partials to stay in cache split their columns instead.
 #include "segments.hpp"
 
 #include <omp.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <chrono>
 #include <utility>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "ladder.hpp"
@@ -29,20 +39,149 @@ using xr::detail::SegmentOutcome;
 
 template <class A> constexpr std::uint64_t kLanes = kLaneBytes / sizeof(A);
 
-// op over n elements x[0], x[step], ...: kLanes independent lanes when contiguous and long enough.
-template <Op O, class T, class A> A fold(const T* x, std::uint64_t n) {
-  constexpr std::uint64_t K = kLanes<A>;
-  A r = identity<A>(O);
-  std::uint64_t i = 0;
-  if (n >= 2 * K) {
-    A lane[K];
-    for (auto& a : lane) a = identity<A>(O);
-    for (; i + K <= n; i += K)
-      for (std::uint64_t j = 0; j < K; ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<A>(x[i + j]));
-    for (const auto& a : lane) r = OpFn<O>::apply(r, a);
+template <Op O, class A> constexpr A start_of() { return OpFn<O>::template identity<A>(); }
+
+// log2 of a power of two.
+constexpr std::uint64_t log2_of(std::uint64_t w) { return w > 1 ? 1 + log2_of(w / 2) : 0; }
+
+// A pack: 16 bytes of accumulators, one SIMD register (a GCC/Clang vector type). OpFn's apply
+// holds for packs lane by lane (a + b, a * b, the selects of min and max): see apply below.
+template <class A> struct PackOf {
+  typedef A type __attribute__((vector_size(16)));
+};
+template <class A> using Pack = typename PackOf<A>::type;
+template <class A> constexpr std::uint64_t kPackLanes = 16 / sizeof(A);
+// The integer vector that a comparison of two packs of A gives: the condition of a select.
+template <class A> struct MaskOf {
+  typedef std::conditional_t<sizeof(A) == 4, std::int32_t, std::int64_t> type __attribute__((vector_size(16)));
+};
+
+// OpFn<O>::apply lane by lane on packs; integer sums and products in the unsigned type, as
+// wrapping() does for single values, so that they wrap with no undefined behaviour.
+template <Op O, class A> Pack<A> apply(Pack<A> a, Pack<A> b) {
+  if constexpr (std::is_integral_v<A> && (O == Op::Sum || O == Op::Prod)) {
+    using U = typename PackOf<std::make_unsigned_t<A>>::type;
+    return std::bit_cast<Pack<A>>(OpFn<O>::apply(std::bit_cast<U>(a), std::bit_cast<U>(b)));
+  } else {
+    return OpFn<O>::apply(a, b);
   }
-  for (; i < n; ++i) r = OpFn<O>::apply(r, static_cast<A>(x[i]));
-  return r;
+}
+
+template <class A> Pack<A> splat(A v) {
+  Pack<A> p;
+  for (std::uint64_t e = 0; e < kPackLanes<A>; ++e) p[e] = v;
+  return p;
+}
+
+// The packs of A that 16 bytes of T at x (any alignment) make: sizeof(A) / sizeof(T) of them,
+// converted as one vector (an i32 pack widens to two i64 packs).
+template <class A, class T> constexpr std::uint64_t kPacksPerLoad = sizeof(A) / sizeof(T);
+template <class A, class T> std::array<Pack<A>, kPacksPerLoad<A, T>> load(const T* x) {
+  typedef T Raw __attribute__((vector_size(16)));
+  typedef A Wide __attribute__((vector_size(16 * kPacksPerLoad<A, T>)));
+  Raw r;
+  std::memcpy(&r, x, sizeof r);
+  return std::bit_cast<std::array<Pack<A>, kPacksPerLoad<A, T>>>(__builtin_convertvector(r, Wide));
+}
+
+// Pack x holding elements first, first + 1, ... of a block: those at or past n set to v.
+template <class A> Pack<A> keep_below(Pack<A> x, std::uint64_t first, std::uint64_t n, A v) {
+  using Mask = typename MaskOf<A>::type;
+  using M = std::remove_reference_t<decltype(Mask{}[0])>;
+  Mask index;
+  for (std::uint64_t e = 0; e < kPackLanes<A>; ++e) index[e] = static_cast<M>(first + e);
+  return index < static_cast<M>(n) ? x : splat<A>(v);
+}
+
+// The M packs of elements at x into the M packs of lanes; the elements at or past `count` as the
+// identity.
+template <Op O, class A, std::uint64_t M, class T>
+[[gnu::always_inline]] inline void add_block(Pack<A>* lane, const T* x, std::uint64_t count = M * kPackLanes<A>) {
+  constexpr std::uint64_t P = kPackLanes<A>, G = kPacksPerLoad<A, T>;
+  static_assert(M % G == 0);
+  for (std::uint64_t m = 0; m < M; m += G) {
+    const auto v = load<A>(x + m * P);
+    for (std::uint64_t k = 0; k < G; ++k)
+      lane[m + k] = apply<O, A>(lane[m + k], keep_below<A>(v[k], (m + k) * P, count, start_of<O, A>()));
+  }
+}
+
+// op over x[0, n) in W lanes (W / kPackLanes packs): lane j takes elements j, j + W, j + 2W, ...
+// in order; then the packs fold pairwise (pack m takes pack m + M / 2, then M / 4, ...) to one
+// pack, which fold_lanes finishes. At most ceil(n / W) + log2(W) roundings. The last, partial
+// block loads as one whole block, its lanes past n set to the identity, when `block_readable`
+// says that x[0, ceil(n / W) * W) lies inside the input; through a padded copy otherwise: the
+// same operations in the same order either way. Lanes start from the first block where there is
+// one, which equals starting from the identity (-0 + x, 1 * x, min(+inf, x) are x).
+template <Op O, class T, class A, std::uint64_t W>
+[[gnu::always_inline]] inline Pack<A> fold_pack(const T* x, std::uint64_t n, bool block_readable) {
+  constexpr std::uint64_t P = kPackLanes<A>, M = W / P, G = kPacksPerLoad<A, T>;
+  constexpr A id = start_of<O, A>();
+  Pack<A> lane[M];
+  std::uint64_t i = 0;
+  if (n >= W) {
+    for (std::uint64_t m = 0; m < M; m += G) {
+      const auto v = load<A>(x + m * P);
+      for (std::uint64_t k = 0; k < G; ++k) lane[m + k] = v[k];
+    }
+    for (i = W; i + W <= n; i += W) add_block<O, A, M>(lane, x + i);
+  } else {
+    for (auto& a : lane) a = splat<A>(id);
+  }
+  const std::uint64_t rest = n - i;
+  if (rest != 0) {
+    if (block_readable) {
+      add_block<O, A, M>(lane, x + i, rest);
+    } else {
+      A padded[W];
+      for (std::uint64_t j = 0; j < W; ++j) padded[j] = j < rest ? static_cast<A>(x[i + j]) : id;
+      add_block<O, A, M>(lane, padded);
+    }
+  }
+  for (std::uint64_t h = M / 2; h > 0; h /= 2)
+    for (std::uint64_t m = 0; m < h; ++m) lane[m] = apply<O, A>(lane[m], lane[m + h]);
+  return lane[0];
+}
+
+// The lanes of one pack folded pairwise: lane e takes lane e + P / 2, then P / 4, ...
+template <Op O, class A> A fold_lanes(Pack<A> p) {
+  constexpr std::uint64_t P = kPackLanes<A>;
+  A last[P];
+  for (std::uint64_t e = 0; e < P; ++e) last[e] = p[e];
+  for (std::uint64_t h = P / 2; h > 0; h /= 2)
+    for (std::uint64_t e = 0; e < h; ++e) last[e] = OpFn<O>::apply(last[e], last[e + h]);
+  return last[0];
+}
+
+template <Op O, class T, class A, std::uint64_t W>
+[[gnu::always_inline]] inline A fold(const T* x, std::uint64_t n, bool block_readable) {
+  return fold_lanes<O, A>(fold_pack<O, T, A, W>(x, n, block_readable));
+}
+
+// fold_lanes of P packs at once (P rows, say), as P lane-wise ops on packs: pack k of `rows`
+// holds the lanes of row k, and lane k of the result is fold_lanes of row k, the same
+// operations in the same order. Each step pairs two packs of `Rows` rows each into one pack of
+// 2 * Rows rows, its lanes the first half of each row's lanes op the second half.
+constexpr int across_index(std::uint64_t P, std::uint64_t rows, bool second, std::uint64_t q) {
+  const std::uint64_t lanes = P / rows, half = lanes / 2, row = q / half;
+  return static_cast<int>((row >= rows ? P : 0) + (row % rows) * lanes + q % half + (second ? half : 0));
+}
+template <Op O, class A, std::uint64_t Rows, std::size_t... Q>
+[[gnu::always_inline]] inline Pack<A> fold_pair(Pack<A> a, Pack<A> b, std::index_sequence<Q...>) {
+  constexpr std::uint64_t P = kPackLanes<A>;
+  const Pack<A> first = __builtin_shufflevector(a, b, across_index(P, Rows, false, Q)...);
+  const Pack<A> second = __builtin_shufflevector(a, b, across_index(P, Rows, true, Q)...);
+  return apply<O, A>(first, second);
+}
+template <Op O, class A, std::uint64_t Rows = 1> [[gnu::always_inline]] inline Pack<A> fold_across(Pack<A>* rows) {
+  constexpr std::uint64_t P = kPackLanes<A>;
+  if constexpr (Rows == P) {
+    return rows[0];
+  } else {
+    for (std::uint64_t k = 0; k < P / (2 * Rows); ++k)
+      rows[k] = fold_pair<O, A, Rows>(rows[2 * k], rows[2 * k + 1], std::make_index_sequence<P>{});
+    return fold_across<O, A, 2 * Rows>(rows);
+  }
 }
 
 // op over exactly L contiguous elements, unrolled: a loop over short dense rows then vectorises
@@ -53,16 +192,82 @@ template <Op O, class T, class A, std::uint64_t L> A fold_fixed(const T* x) {
   return r;
 }
 
-// Dense rows of L <= kShortRow elements: one tight loop over rows, the row length a constant.
-template <Op O, class T, class A, std::uint64_t L> void run_short_rows(const T* x, std::uint64_t rows, A* out, int threads) {
-  const auto count = static_cast<std::int64_t>(rows);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::int64_t i = 0; i < count; ++i) out[i] = fold_fixed<O, T, A, L>(x + static_cast<std::uint64_t>(i) * L);
+// Share t of nt of [0, total): its first position (share nt is total); no overflow.
+std::uint64_t share_start(std::uint64_t total, std::uint64_t t, std::uint64_t nt) {
+  return total / nt * t + total % nt * t / nt;
 }
 
-template <Op O, class T, class A, std::uint64_t... L>
-bool short_rows(const T* x, const SegmentLayout& l, A* out, int threads, std::integer_sequence<std::uint64_t, L...>) {
-  return ((l.length == L + 1 && (run_short_rows<O, T, A, L + 1>(x, l.count, out, threads), true)) || ...);
+// Writes `bytes` (a multiple of 16) from src to dst (16-byte aligned) past the caches where the
+// CPU has non-temporal stores (SSE2): values that are written once and not read back here then
+// cost no read of their lines first. finish_streaming() orders them before the thread's later
+// stores, ahead of the end of the parallel region.
+inline void stream_out(void* dst, const void* src, std::size_t bytes) {
+#if defined(__SSE2__)
+  for (std::size_t b = 0; b < bytes; b += 16) {
+    __m128i v;
+    std::memcpy(&v, static_cast<const char*>(src) + b, 16);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(static_cast<char*>(dst) + b), v);
+  }
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+inline void finish_streaming() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+// Dense rows of a length L known at compile time: one tight loop over rows in blocks of
+// kOutputBlockBytes of values. Rows that fill a pack fold P at a time, each in W lanes, finished
+// together by fold_across; shorter rows fold whole, the compiler vectorising across rows. Many
+// values (at least kStreamOutputBytes) go to out a block at a time through stream_out.
+template <Op O, class T, class A, std::uint64_t L> void run_fixed_rows(const T* x, std::uint64_t rows, A* out, int threads) {
+  constexpr std::uint64_t B = kOutputBlockBytes / sizeof(A), P = kPackLanes<A>, W = std::min(kLanes<A>, std::bit_ceil(L));
+  const bool stream = rows * sizeof(A) >= kStreamOutputBytes && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+  const std::uint64_t blocks = (rows + B - 1) / B;
+  // Whether the W-element block from row r's last block lies inside the input (fold_pack).
+  const auto readable = [&](std::uint64_t r) { return r * L + (L + W - 1) / W * W <= rows * L; };
+#pragma omp parallel num_threads(threads)
+  {
+    const auto nt = static_cast<std::uint64_t>(omp_get_num_threads()), t = static_cast<std::uint64_t>(omp_get_thread_num());
+    for (std::uint64_t b = share_start(blocks, t, nt), b1 = share_start(blocks, t + 1, nt); b < b1; ++b) {
+      const std::uint64_t r0 = b * B, n = std::min(B, rows - r0);
+      const T* block = x + r0 * L;
+      if (n == B && (stream || L >= 2 * P)) {
+        alignas(16) A value[B];
+        if constexpr (L >= 2 * P) {
+          const bool whole = readable(r0 + B - 1);
+          for (std::uint64_t g = 0; g < B; g += P) {
+            Pack<A> row[P];
+            for (std::uint64_t k = 0; k < P; ++k) row[k] = fold_pack<O, T, A, W>(block + (g + k) * L, L, whole);
+            const Pack<A> v = fold_across<O, A>(row);
+            std::memcpy(value + g, &v, sizeof v);
+          }
+        } else {
+          for (std::uint64_t r = 0; r < B; ++r) value[r] = fold_fixed<O, T, A, L>(block + r * L);
+        }
+        if (stream) stream_out(out + r0, value, sizeof value);
+        else std::memcpy(out + r0, value, sizeof value);
+      } else {
+        for (std::uint64_t r = 0; r < n; ++r) {
+          if constexpr (L >= 2 * P) out[r0 + r] = fold<O, T, A, W>(block + r * L, L, readable(r0 + r));
+          else out[r0 + r] = fold_fixed<O, T, A, L>(block + r * L);
+        }
+      }
+    }
+    if (stream) finish_streaming();
+  }
+}
+
+// The dense row lengths with a loop of their own (run_fixed_rows): 1 to kShortRow, then the
+// powers of two up to kFixedRowMax.
+constexpr std::uint64_t fixed_row_length(std::uint64_t k) { return k < kShortRow ? k + 1 : kShortRow << (k - kShortRow + 1); }
+constexpr std::uint64_t kFixedRowLengths = kShortRow + log2_of(kFixedRowMax / kShortRow);
+
+template <Op O, class T, class A, std::size_t... K>
+bool fixed_rows(const T* x, const SegmentLayout& l, A* out, int threads, std::index_sequence<K...>) {
+  return ((l.length == fixed_row_length(K) && (run_fixed_rows<O, T, A, fixed_row_length(K)>(x, l.count, out, threads), true)) || ...);
 }
 
 template <class A> A empty_of(Op op) {
@@ -75,87 +280,140 @@ int team(const RunOptions& options, std::uint64_t elements) {
   return static_cast<int>(std::clamp<std::uint64_t>(elements / kMinSegmentElementsPerThread, 1, want));
 }
 
+// Segments as positions in the concatenation of all their elements ("virtual" positions, so a
+// strided layout has no gaps) and as places in the input.
+// Rows: segment i is positions [i * length, (i + 1) * length), elements from i * stride.
+struct RowSegments {
+  std::uint64_t count, length, stride;
+  std::uint64_t start(std::uint64_t i) const { return i * length; }
+  std::uint64_t finish(std::uint64_t i) const { return (i + 1) * length; }
+  std::uint64_t place(std::uint64_t i) const { return i * stride; }
+  // The first segment that starts at or after position v (count if none).
+  std::uint64_t first_from(std::uint64_t v) const { return std::min(count, (v + length - 1) / length); }
+};
+
+// Offsets: segment i is elements [offsets[i], offsets[i + 1]), positions less offsets[0].
+struct OffsetSegments {
+  std::uint64_t count;
+  const std::int64_t* offsets;
+  std::uint64_t start(std::uint64_t i) const { return static_cast<std::uint64_t>(offsets[i] - offsets[0]); }
+  std::uint64_t finish(std::uint64_t i) const { return static_cast<std::uint64_t>(offsets[i + 1] - offsets[0]); }
+  std::uint64_t place(std::uint64_t i) const { return static_cast<std::uint64_t>(offsets[i]); }
+  std::uint64_t first_from(std::uint64_t v) const {
+    const auto* e = std::lower_bound(offsets, offsets + count + 1, static_cast<std::int64_t>(v) + offsets[0]);
+    return static_cast<std::uint64_t>(e - offsets);
+  }
+};
+
 // A piece of a segment that a thread did not hold whole: its value, combined in thread order.
 template <class A> struct Part {
   std::uint64_t segment = ~std::uint64_t{0};
   A value{};
 };
 
-template <Op O, class T, class A> std::uint64_t run_rows(const T* x, const SegmentLayout& l, A* out, int threads) {
-  const bool rows = l.kind == SegmentKind::Rows;
-  if (rows && l.length == 0) {
-    for (std::uint64_t i = 0; i < l.count; ++i) out[i] = empty_of<A>(O);
-    return 0;
-  }
-  if (rows && l.stride == l.length && short_rows<O, T, A>(x, l, out, threads, std::make_integer_sequence<std::uint64_t, kShortRow>{}))
-    return l.length;
-  const std::uint64_t base = rows ? 0 : static_cast<std::uint64_t>(l.offsets[0]);
-  const std::uint64_t total = rows ? l.count * l.length : static_cast<std::uint64_t>(l.offsets[l.count]) - base;
-  const auto begin = [&](std::uint64_t i) { return rows ? i * l.length : static_cast<std::uint64_t>(l.offsets[i]) - base; };
-  const auto end = [&](std::uint64_t i) { return rows ? (i + 1) * l.length : static_cast<std::uint64_t>(l.offsets[i + 1]) - base; };
-  const auto at = [&](std::uint64_t v, std::uint64_t i) { return rows ? x + i * l.stride + (v - i * l.length) : x + base + v; };
-  // The segment that holds virtual position v (0 <= v < total); empty segments hold none.
-  const auto holder = [&](std::uint64_t v) -> std::uint64_t {
-    if (rows) return v / l.length;
-    const auto* e = std::upper_bound(l.offsets, l.offsets + l.count + 1, static_cast<std::int64_t>(v + base));
-    return static_cast<std::uint64_t>(e - l.offsets) - 1;
+// Every segment of s, in W lanes. Thread t folds the segments that start in its share of the
+// positions (the last thread also the empty ones at the end); one that runs past the share's
+// end leaves its first piece in out, and each later thread whose share it reaches adds its piece
+// in thread order. `readable`: elements of x that may be read (a whole last block, fold).
+// Returns the most roundings behind a float sum.
+template <Op O, class T, class A, std::uint64_t W, class S>
+std::uint64_t run_segments(const T* x, std::uint64_t readable, const S& s, A* out, int threads) {
+  const std::uint64_t total = s.start(s.count);
+  const A empty = empty_of<A>(O);
+  const auto fold_at = [x, readable](std::uint64_t place, std::uint64_t n) {
+    return fold<O, T, A, W>(x + place, n, place + (n + W - 1) / W * W <= readable);
   };
-  std::vector<Part<A>> parts(2 * static_cast<std::size_t>(threads));
+  std::vector<Part<A>> parts(static_cast<std::size_t>(threads));
 #pragma omp parallel num_threads(threads)
   {
     const auto nt = static_cast<std::uint64_t>(omp_get_num_threads()), t = static_cast<std::uint64_t>(omp_get_thread_num());
-    if (!rows) {  // empty segments first: they hold no position, so no share below writes them
-#pragma omp for schedule(static)
-      for (std::int64_t i = 0; i < static_cast<std::int64_t>(l.count); ++i)
-        if (l.offsets[i] == l.offsets[i + 1]) out[i] = empty_of<A>(O);
+    const std::uint64_t lo = share_start(total, t, nt), hi = share_start(total, t + 1, nt);
+    const std::uint64_t first = s.first_from(lo), end = t + 1 == nt ? s.count : s.first_from(hi);
+    if (first > 0 && lo < hi) {  // the segment before `first` starts before lo: does it reach into the share?
+      const std::uint64_t p = first - 1, finish = s.finish(p);
+      if (finish > lo) parts[t] = {p, fold_at(s.place(p) + (lo - s.start(p)), std::min(finish, hi) - lo)};
     }
-    const std::uint64_t lo = total * t / nt, hi = total * (t + 1) / nt;
-    if (lo < hi) {
-      for (std::uint64_t i = holder(lo), last = holder(hi - 1); i <= last; ++i) {
-        const std::uint64_t b = begin(i), e = end(i);
-        if (b == e) continue;
-        const std::uint64_t from = std::max(b, lo), to = std::min(e, hi);
-        const A v = fold<O, T, A>(at(from, i), to - from);
-        if (from == b && to == e) out[i] = v;
-        else parts[2 * t + (from == b ? 1 : 0)] = {i, v};
-      }
+    // The segments that end in the share, then the one that runs past it.
+    const std::uint64_t whole = end > first && s.finish(end - 1) > hi ? end - 1 : end;
+    for (std::uint64_t i = first; i < whole; ++i) {
+      const std::uint64_t n = s.finish(i) - s.start(i);
+      out[i] = n == 0 ? empty : fold_at(s.place(i), n);
+    }
+    if (whole < end) out[whole] = fold_at(s.place(whole), hi - s.start(whole));
+  }
+  for (const auto& p : parts)
+    if (p.segment != ~std::uint64_t{0}) out[p.segment] = OpFn<O>::apply(out[p.segment], p.value);
+  std::uint64_t longest = 0;
+  if constexpr (std::is_same_v<S, RowSegments>) longest = s.length;
+  else longest = total;
+  return std::min(longest, total / static_cast<std::uint64_t>(threads) + 1) / W + 1 + log2_of(W) +
+         static_cast<std::uint64_t>(threads);
+}
+
+template <Op O, class T, class A> std::uint64_t run_rows(const T* x, const SegmentLayout& l, A* out, int threads) {
+  constexpr std::uint64_t K = kLanes<A>;
+  if (l.kind == SegmentKind::Offsets)
+    return run_segments<O, T, A, kSegmentLaneBytes / sizeof(A)>(x, l.span(), OffsetSegments{l.count, l.offsets}, out, threads);
+  if (l.length == 0) {
+    for (std::uint64_t i = 0; i < l.count; ++i) out[i] = empty_of<A>(O);
+    return 0;
+  }
+  if (l.stride == l.length && fixed_rows<O, T, A>(x, l, out, threads, std::make_index_sequence<kFixedRowLengths>{}))
+    return l.length;
+  const RowSegments rows{l.count, l.length, l.stride};
+  // Rows that fill no more than half of K lanes fold in K / 2.
+  if (2 * l.length <= K) return run_segments<O, T, A, K / 2>(x, l.span(), rows, out, threads);
+  return run_segments<O, T, A, K>(x, l.span(), rows, out, threads);
+}
+
+// Rows [r0, r1) of the columns [0, w) of x (rows `stride` apart) into acc: kColumnRows rows folded
+// together per column, then into acc. Narrow dense arrays (a row of fewer than K elements, the
+// rows one after another) fold K / w rows at a time as one vector of lanes (lane f takes column
+// f % w), so the inner loop is a vector long whatever the width.
+template <Op O, class T, class A>
+void fold_rows(const T* x, std::uint64_t stride, std::uint64_t r0, std::uint64_t r1, std::uint64_t w, A* acc) {
+  constexpr std::uint64_t K = kLanes<A>, R = kColumnRows;
+  for (std::uint64_t c = 0; c < w; ++c) acc[c] = start_of<O, A>();
+  std::uint64_t r = r0;
+  if (stride == w && w < K) {
+    const std::uint64_t group = K / w, width = group * w;
+    A lane[K];
+    for (auto& a : lane) a = start_of<O, A>();
+    const auto step = [&](const T* g, auto n) {
+      for (std::uint64_t f = 0; f < n; ++f) lane[f] = OpFn<O>::apply(lane[f], static_cast<A>(g[f]));
+    };
+    if (width == K)
+      for (; r + group <= r1; r += group) step(x + r * w, std::integral_constant<std::uint64_t, K>{});
+    else
+      for (; r + group <= r1; r += group) step(x + r * w, width);
+    for (std::uint64_t f = 0; f < width; ++f) acc[f % w] = OpFn<O>::apply(acc[f % w], lane[f]);
+  }
+  for (; r + R <= r1; r += R) {
+    const T* row = x + r * stride;
+    for (std::uint64_t c = 0; c < w; ++c) {
+      A v = static_cast<A>(row[c]);
+      for (std::uint64_t k = 1; k < R; ++k) v = OpFn<O>::apply(v, static_cast<A>(row[k * stride + c]));
+      acc[c] = OpFn<O>::apply(acc[c], v);
     }
   }
-  // Segments split between threads: their pieces, in thread (so element) order.
-  std::uint64_t open = ~std::uint64_t{0};
-  for (const auto& p : parts) {
-    if (p.segment == ~std::uint64_t{0}) continue;
-    out[p.segment] = p.segment == open ? OpFn<O>::apply(out[p.segment], p.value) : p.value;
-    open = p.segment;
+  for (; r < r1; ++r) {
+    const T* row = x + r * stride;
+    for (std::uint64_t c = 0; c < w; ++c) acc[c] = OpFn<O>::apply(acc[c], static_cast<A>(row[c]));
   }
-  const std::uint64_t longest = rows ? l.length : total;
-  return std::min(longest, total / static_cast<std::uint64_t>(threads) + 1) / kLanes<A> + kLanes<A> + static_cast<std::uint64_t>(threads);
+}
+
+// Where in `slot` (at least w + kPageBytes / sizeof(A) values) a thread's partial row lies: half
+// a 4 KiB page from `row` modulo the page, so that the stores to the partials never share the
+// low 12 address bits with the loads of the rows just ahead (4K aliasing stalls those loads).
+template <class A> A* apart_from(A* slot, const void* row) {
+  constexpr std::uintptr_t page = 4096;
+  const auto want = (reinterpret_cast<std::uintptr_t>(row) + page / 2) % page;
+  const auto at = reinterpret_cast<std::uintptr_t>(slot) % page;
+  return slot + ((want + page - at) % page) / sizeof(A);
 }
 
 template <Op O, class T, class A> std::uint64_t run_columns(const T* x, const SegmentLayout& l, A* out, int threads) {
   const std::uint64_t cols = l.count, rows = l.length;
-  // Rows [r0, r1) of columns [c0, c1) into acc. Narrow dense arrays fold kNarrowWidth elements
-  // of consecutive rows at a time (element f of a group belongs to column f % cols), so the
-  // inner loop is as long as a vector whatever the width.
-  const auto fold_rows = [&](std::uint64_t r0, std::uint64_t r1, std::uint64_t c0, std::uint64_t c1, A* acc) {
-    const std::uint64_t w = c1 - c0;
-    for (std::uint64_t c = 0; c < w; ++c) acc[c] = identity<A>(O);
-    std::uint64_t r = r0;
-    if (l.stride == cols && w == cols && cols < kNarrowWidth) {
-      const std::uint64_t group = kNarrowWidth / cols, width = group * cols;
-      A lane[kNarrowWidth];
-      for (std::uint64_t f = 0; f < width; ++f) lane[f] = identity<A>(O);
-      for (; r + group <= r1; r += group) {
-        const T* g = x + r * cols;
-        for (std::uint64_t f = 0; f < width; ++f) lane[f] = OpFn<O>::apply(lane[f], static_cast<A>(g[f]));
-      }
-      for (std::uint64_t f = 0; f < width; ++f) acc[f % cols] = OpFn<O>::apply(acc[f % cols], lane[f]);
-    }
-    for (; r < r1; ++r) {
-      const T* row = x + r * l.stride + c0;
-      for (std::uint64_t c = 0; c < w; ++c) acc[c] = OpFn<O>::apply(acc[c], static_cast<A>(row[c]));
-    }
-  };
   if (rows == 0) {
     for (std::uint64_t c = 0; c < cols; ++c) out[c] = empty_of<A>(O);
     return 0;
@@ -164,32 +422,39 @@ template <Op O, class T, class A> std::uint64_t run_columns(const T* x, const Se
 #pragma omp parallel num_threads(threads)
     {
       const auto nt = static_cast<std::uint64_t>(omp_get_num_threads()), t = static_cast<std::uint64_t>(omp_get_thread_num());
-      const std::uint64_t c0 = cols * t / nt, c1 = cols * (t + 1) / nt;
-      for (std::uint64_t b = c0; b < c1; b += kColumnBand) fold_rows(0, rows, b, std::min(c1, b + kColumnBand), out + b);
+      const std::uint64_t c0 = share_start(cols, t, nt), c1 = share_start(cols, t + 1, nt);
+      for (std::uint64_t b = c0; b < c1; b += kColumnBand)
+        fold_rows<O, T, A>(x + b, l.stride, 0, rows, std::min(c1, b + kColumnBand) - b, out + b);
     }
     return rows;
   }
-  // Rows over threads, each streaming its rows into its own partials; then the partials in
-  // thread order.
-  std::vector<A> partial(static_cast<std::size_t>(threads) * cols);
-  std::vector<int> used(static_cast<std::size_t>(threads), 0);
+  // Rows over threads, each streaming its rows into its own partials; then every thread combines
+  // a share of the columns over the partials in thread order.
+  const std::uint64_t slot = cols + 4096 / sizeof(A);
+  std::vector<A> slots(static_cast<std::size_t>(threads) * slot);
+  std::vector<A*> partial(static_cast<std::size_t>(threads), nullptr);
 #pragma omp parallel num_threads(threads)
   {
     const auto nt = static_cast<std::uint64_t>(omp_get_num_threads()), t = static_cast<std::uint64_t>(omp_get_thread_num());
-    const std::uint64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
+    const std::uint64_t r0 = share_start(rows, t, nt), r1 = share_start(rows, t + 1, nt);
     if (r0 < r1) {
-      fold_rows(r0, r1, 0, cols, partial.data() + t * cols);
-      used[t] = 1;
+      A* acc = apart_from(slots.data() + t * slot, x + r0 * l.stride);
+      fold_rows<O, T, A>(x, l.stride, r0, r1, cols, acc);
+      partial[t] = acc;
+    }
+#pragma omp barrier
+    const std::uint64_t c0 = share_start(cols, t, nt), c1 = share_start(cols, t + 1, nt);
+    bool first = true;
+    for (const A* p : partial) {
+      if (p == nullptr) continue;
+      if (first)
+        for (std::uint64_t c = c0; c < c1; ++c) out[c] = p[c];
+      else
+        for (std::uint64_t c = c0; c < c1; ++c) out[c] = OpFn<O>::apply(out[c], p[c]);
+      first = false;
     }
   }
-  bool first = true;
-  for (std::size_t t = 0; t < used.size(); ++t) {
-    if (!used[t]) continue;
-    for (std::uint64_t c = 0; c < cols; ++c)
-      out[c] = first ? partial[t * cols + c] : OpFn<O>::apply(out[c], partial[t * cols + c]);
-    first = false;
-  }
-  return rows / static_cast<std::uint64_t>(threads) + 1 + static_cast<std::uint64_t>(threads);
+  return rows / static_cast<std::uint64_t>(threads) + 1 + kColumnRows + kLanes<A> + static_cast<std::uint64_t>(threads);
 }
 
 // Instantiates R<O, T, A> for the job's (op, type, accumulator).
