@@ -552,8 +552,11 @@ TEST_CASE("auto as on a GPU: the strategy each shape gets, and its values, run o
           Case{{n / 4, 4}, 0, "columns"}, Case{{1024, n / 1024}, 0, "columns"}})
       run(axis_layout(c.shape, c.axis), nullptr, c.want,
           std::to_string(c.shape.rows) + "x" + std::to_string(c.shape.cols) + " axis " + std::to_string(c.axis));
+    std::vector<u64> one_long(30000, 40);
+    one_long[15000] = u64{1} << 21;  // a team of lanes would read it for 2^14 rounds or more
     for (const auto& [lengths, want] : {std::pair{random_lengths(40000, 60, 19), "lanes"},
-                                        std::pair{lognormal_lengths(40000, 3.66, 1.0, 20), "binned"}}) {
+                                        std::pair{lognormal_lengths(40000, 3.66, 1.0, 20), "lanes"},
+                                        std::pair{one_long, "binned"}}) {
       auto offsets = offsets_of(lengths);
       while (static_cast<u64>(offsets.back()) > n) offsets.pop_back();
       DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());

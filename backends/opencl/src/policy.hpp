@@ -106,9 +106,13 @@ constexpr std::uint64_t kPartMinLoadsPerItem = 16;
 // go to workgroup when there are enough of them to fill the device, else to multigroup.
 constexpr std::uint64_t kAutoLanesMaxUnits = kLanesMaxTeam * 8;
 // auto on GPUs, offsets: lanes while the longest segment takes a team at most this many rounds
-// of kSegUnroll loads per lane (about 16 memory latencies, ~16 us, a fifth of the time a 256 MiB
-// input takes at 3 TB/s), else binned, whose bins bound every segment's rounds.
-constexpr std::uint64_t kAutoLanesMaxRounds = 16;
+// of kSegUnroll loads per lane, else binned, whose bins bound every segment's rounds (one segment
+// of 2^24 among short ones would keep one team busy long after the rest). NVIDIA's OpenCL on an
+// H100, f32, lanes against binned: 2^20 segments of lognormal lengths (mean 64)
+// 1644-1657 GB/s against 884-885; 2^16 of them 895-905 against 486-492; 2^16 of uniform
+// lengths 0 to 8192 2663-2665 against 2385-2386; 2^20 of 0 to 512 2681-2684 against
+// 1685-1693.
+constexpr std::uint64_t kAutoLanesMaxRounds = 1024;
 
 // binned: segments up to kBinShortLength elements go to teams of kBinShortTeam (at most 4 loads
 // a lane: one round; a sector per instruction), up to kBinMediumLength to teams of a warp (at
