@@ -1,7 +1,7 @@
-// balanced: segmented reductions split by work, not by segment (the merge path of CSR SpMV). The
-// segments' ends and the elements form one sequence of count + N items, ends placed before the
-// elements they follow; every block takes a tile of K items a thread, so a block's work does not
-// depend on how lengths vary. Device code only; backends/cuda/src/segments_balanced.cu launches it.
+// balanced: segmented reductions split by work, not by segment. The elements of all segments are
+// cut into tiles of K elements a thread and the segment ends in each tile are marked, so a block's
+// work does not depend on how lengths vary. Device code only; backends/cuda/src/segments_balanced.cu
+// launches it.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 namespace xr::kern::seg {
 
-// Rows for the merge path: row i ends after (i + 1) * length elements of the rows laid end to end;
+// Rows for balanced: row i ends after (i + 1) * length elements of the rows laid end to end;
 // element j of that sequence lies at (j / length) * stride + j % length.
 struct BalancedRows {
   u64 count, length, stride;
@@ -24,7 +24,7 @@ struct BalancedRows {
   __device__ __forceinline__ Range range(u64 s) const { return {s * stride, s * stride + length}; }
 };
 
-// Offsets for the merge path: segment i ends at clamp(offsets[i + 1], base, n) - base, base being
+// Offsets for balanced: segment i ends at clamp(offsets[i + 1], base, n) - base, base being
 // clamp(offsets[0], 0, n), which for non-decreasing offsets is the segment the other kernels read.
 // Offsets that decrease (ordered() false somewhere) take the per-segment path of k_balanced.
 struct BalancedOffsets {
@@ -146,19 +146,65 @@ constexpr std::size_t balanced_smem_bytes(std::size_t tile, std::size_t elem) {
   return balanced_marks_bytes(tile) + (tile + tile / (128 / elem) + 1) * elem;
 }
 
-// balanced: block b reduces the elements [b * T, (b + 1) * T) of the segments laid end to end
-// (T = blockDim.x * K), and owns the segment ends at those positions (the last block also the
-// end of the input). The elements are loaded (16-byte packs where dense) before the block looks
-// for its ends, staged in shared memory, and each thread adds its K consecutive ones, closing a
-// segment where a bit marks an end; its first segment takes the threads before it through a block
-// segmented scan. Empty segments are written as the ends are marked. The segment open at the
-// tile's end leaves its part in carry[b] (key carry_key[b], ~0 for none) for k_balanced_fixup.
-// Where `disorder` is set, every block reduces whole segments instead (clamped, as k_block).
-// Dynamic shared memory: balanced_smem_bytes(blockDim.x * K, sizeof(In)); U: packs in flight a
-// thread on the per-segment path.
+// One tile's elements on their way to shared memory: the 16-byte packs and the one edge element
+// (head or tail) a thread loads where the input is dense; other layouts load as they store.
+template <class In, unsigned K> struct BalancedTile {
+  static constexpr unsigned V = Pack<In>::size, P = (K + V - 1) / V;
+  Pack<In> pack[P];
+  In edge_value{};
+  unsigned length = 0, head = 0, nvec = 0;  // elements of the tile; its PackSplit
+  u64 p0 = 0;
+
+  // Issues the loads of the tile at position p (elements [p, p + tile) of the segments laid end
+  // to end, cut at the last).
+  template <class Src> __device__ __forceinline__ void load(const In* __restrict__ in, const Src& src, u64 p, unsigned tile) {
+    p0 = p;
+    length = static_cast<unsigned>(src.elements - p < tile ? src.elements - p : tile);
+    if (!src.dense()) return;
+    const In* base = in + src.first() + p;
+    const PackSplit<In> split(base, length);
+    head = static_cast<unsigned>(split.head);
+    nvec = static_cast<unsigned>(split.nvec);
+    const Pack<In>* vin = reinterpret_cast<const Pack<In>*>(base + head);
+#pragma unroll
+    for (unsigned r = 0; r < P; ++r)
+      if (threadIdx.x + r * blockDim.x < nvec) pack[r] = load_pack<Deal::BlockSegments>(vin + threadIdx.x + r * blockDim.x);
+    if (threadIdx.x < length - nvec * V) edge_value = base[edge_at()];
+  }
+  // Writes the tile to vals (padded), waiting for its loads.
+  template <class Src> __device__ __forceinline__ void store(In* vals, const In* __restrict__ in, const Src& src) const {
+    if (!src.dense()) {
+      for (unsigned k = threadIdx.x; k < length; k += blockDim.x) vals[padded<In>(k)] = in[src.address(p0 + k)];
+      return;
+    }
+#pragma unroll
+    for (unsigned r = 0; r < P; ++r)
+      if (threadIdx.x + r * blockDim.x < nvec)
+#pragma unroll
+        for (unsigned v = 0; v < V; ++v) vals[padded<In>(head + (threadIdx.x + r * blockDim.x) * V + v)] = pack[r].v[v];
+    if (threadIdx.x < length - nvec * V) vals[padded<In>(edge_at())] = edge_value;
+  }
+  __device__ __forceinline__ unsigned edge_at() const { return threadIdx.x < head ? threadIdx.x : threadIdx.x + nvec * V; }
+};
+
+// balanced: the elements of the segments laid end to end are cut into tiles of T = blockDim.x * K,
+// and block b takes a run of consecutive tiles, owning the segment ends at their positions (the
+// last tile also the end of the input). A block issues the loads of its next tile before it works
+// on the current one, so a tile's loads are in flight while the one before is marked, added and
+// scanned. Only a block's first tile searches for its first segment: each tile's last segment
+// is where the next starts. A tile is staged in shared memory; the ends that lie in it become
+// bits (and the segment of each), found as the block reads the ends from its first segment on;
+// each thread adds its K consecutive elements, closing a segment where a bit marks an end; its
+// first segment takes the threads before it through a block segmented scan, and the tiles before
+// it in the block through the part carried from tile to tile. Empty segments are written as
+// the ends are read. The segment open at the end of the block's run leaves its part in carry[b]
+// (key carry_key[b], ~0 for none) for k_balanced_fixup. Where `disorder` is set, every block
+// reduces whole segments instead (clamped, as k_block). Dynamic shared memory:
+// balanced_smem_bytes(blockDim.x * K, sizeof(In)); U: packs in flight a thread on the
+// per-segment path.
 template <class In, class Acc, xr::Op O, class Src, unsigned K, unsigned U>
-__global__ void __launch_bounds__(256, 6)
-    k_balanced(const In* __restrict__ in, Src src, Acc* __restrict__ out, Acc* __restrict__ carry,
+__global__ void __launch_bounds__(256, 2)
+    k_balanced(const In* __restrict__ in, Src src, u64 tiles, Acc* __restrict__ out, Acc* __restrict__ carry,
                u64* __restrict__ carry_key, const unsigned* __restrict__ disorder) {
   static_assert(32 % K == 0, "a thread's bits lie in one word");
   if (disorder && *disorder) {
@@ -170,110 +216,110 @@ __global__ void __launch_bounds__(256, 6)
     return;
   }
   src.prepare();
-  constexpr unsigned V = Pack<In>::size, P = (K + V - 1) / V;
   const unsigned tile = blockDim.x * K;
   unsigned char* smem = dyn_shared<unsigned char>();
   unsigned* ends = reinterpret_cast<unsigned*>(smem);
   unsigned* segment_at = ends + tile / 32;
   In* vals = reinterpret_cast<In*>(smem + balanced_marks_bytes(tile));
-  __shared__ u64 tile_ends[2];
-  const u64 p0 = u64(blockIdx.x) * tile;
-  if (p0 > src.elements) {  // past the end (the grid counts every element of the input)
-    if (threadIdx.x == 0 && carry) carry_key[blockIdx.x] = ~u64{0};
-    return;
-  }
-  const unsigned length = static_cast<unsigned>(src.elements - p0 < tile ? src.elements - p0 : tile);
+  __shared__ u64 first_segment;
+  const u64 t_begin = tiles * blockIdx.x / gridDim.x, t_end = tiles * (blockIdx.x + 1) / gridDim.x;
 
-  // The loads first: they do not depend on the ends.
-  const In* base = in + src.first() + p0;
-  const PackSplit<In> split(base, length);
-  Pack<In> p[P];
-  const unsigned e = threadIdx.x, edge_at = static_cast<unsigned>(e < split.head ? e : e + split.nvec * V);
-  const bool edge = src.dense() && e < length - split.nvec * V;
-  In edge_value{};
-  if (src.dense()) {
-    const Pack<In>* vin = reinterpret_cast<const Pack<In>*>(base + split.head);
-#pragma unroll
-    for (unsigned r = 0; r < P; ++r)
-      if (threadIdx.x + r * blockDim.x < split.nvec) p[r] = load_pack<Deal::BlockSegments>(vin + threadIdx.x + r * blockDim.x);
-    if (edge) edge_value = base[edge_at];
+  BalancedTile<In, K> next;
+  if (t_begin < t_end) next.load(in, src, t_begin * tile, tile);
+  if (threadIdx.x < 32) {
+    const u64 found = warp_lower_bound(src, 0, src.count, t_begin * tile);
+    if (threadIdx.x == 0) first_segment = found;
   }
-  // The tile's ends: segments [lo, hi) end at positions [p0, p0 + T). The grid has a tile past
-  // the last element, so the end of the input lies in one.
-  for (unsigned which = threadIdx.x >> 5; which < 2; which += blockDim.x >> 5) {
-    const u64 found = warp_lower_bound(src, 0, src.count, which ? p0 + tile : p0);
-    if ((threadIdx.x & 31u) == 0) tile_ends[which] = found;
-  }
-  for (unsigned w = threadIdx.x; w < tile / 32; w += blockDim.x) ends[w] = 0;
-  if (src.dense()) {
-#pragma unroll
-    for (unsigned r = 0; r < P; ++r)
-      if (threadIdx.x + r * blockDim.x < split.nvec)
-#pragma unroll
-        for (unsigned v = 0; v < V; ++v)
-          vals[padded<In>(static_cast<unsigned>(split.head) + (threadIdx.x + r * blockDim.x) * V + v)] = p[r].v[v];
-    if (edge) vals[padded<In>(edge_at)] = edge_value;
-  } else {
-    for (unsigned k = threadIdx.x; k < length; k += blockDim.x) vals[padded<In>(k)] = in[src.address(p0 + k)];
-  }
-  __syncthreads();
-
-  // Mark the end of every non-empty segment; write the empty ones.
-  const u64 lo = tile_ends[0], hi = tile_ends[1];
-  for (u64 k = lo + threadIdx.x; k < hi; k += blockDim.x) {
-    const u64 at = src.end(k), before = k ? src.end(k - 1) : 0;
-    if (at == before) {
-      out[k] = xr::empty_value<Acc>(O);
-    } else {
-      const unsigned q = static_cast<unsigned>(at - p0);
-      atomicOr(ends + q / 32, 1u << (q % 32));
-      segment_at[q] = static_cast<unsigned>(k - lo);
+  Acc carried = ident<O, Acc>();
+  u64 lo = 0;  // the tile's first segment: the first that ends at its first position or later
+  // The end of segment k and of the one before it (k past the last: ~0), read a tile ahead.
+  u64 end_at = 0, end_before = 0;
+  const auto read_ends = [&](u64 k) {
+    end_at = k < src.count ? src.end(k) : ~u64{0};
+    end_before = k < src.count && k > 0 ? src.end(k - 1) : 0;
+  };
+  for (u64 t = t_begin; t < t_end; ++t) {
+    const u64 p0 = t * tile;
+    const unsigned length = next.length;
+    for (unsigned w = threadIdx.x; w < tile / 32; w += blockDim.x) ends[w] = 0;
+    next.store(vals, in, src);
+    if (t + 1 < t_end) next.load(in, src, p0 + tile, tile);
+    __syncthreads();
+    if (t == t_begin) {
+      lo = first_segment;
+      read_ends(lo + threadIdx.x);
     }
-  }
-  __syncthreads();
 
-  // This thread's K elements; each marked end closes a segment.
-  const unsigned first = threadIdx.x * K;
-  const unsigned marks = (ends[first / 32] >> (first % 32)) & (K == 32 ? ~0u : (1u << K) - 1u);
-  Acc acc = ident<O, Acc>(), head = ident<O, Acc>();
-  unsigned head_at = K;  // where this thread's first end lies (K: none)
-#pragma unroll
-  for (unsigned i = 0; i < K; ++i) {
-    if (marks & (1u << i)) {
-      if (head_at == K) {
-        head_at = i;
-        head = acc;
-      } else {
-        out[lo + segment_at[first + i]] = acc;
+    // Mark the end of every non-empty segment that ends in the tile; write the empty ones. The
+    // ends from lo on are at p0 or later, and those in the tile come first, so they are counted.
+    u64 hi = lo;
+    for (u64 k = lo + threadIdx.x;; k += blockDim.x) {
+      const bool here = end_at < p0 + tile;
+      if (here) {
+        if (end_at == end_before) {
+          out[k] = xr::empty_value<Acc>(O);
+        } else {
+          const unsigned q = static_cast<unsigned>(end_at - p0);
+          atomicOr(ends + q / 32, 1u << (q % 32));
+          segment_at[q] = static_cast<unsigned>(k - lo);
+        }
       }
-      acc = ident<O, Acc>();
+      const unsigned counted = static_cast<unsigned>(__syncthreads_count(here));
+      hi += counted;
+      if (counted < blockDim.x) break;
+      read_ends(k + blockDim.x);
     }
-    if (first + i < length) acc = apply<O>(acc, static_cast<Acc>(vals[padded<In>(first + i)]));
+    read_ends(hi + threadIdx.x);  // the next tile's first ends, in flight while this one is added
+
+    // This thread's K elements; each marked end closes a segment.
+    const unsigned first = threadIdx.x * K;
+    const unsigned marks = (ends[first / 32] >> (first % 32)) & (K == 32 ? ~0u : (1u << K) - 1u);
+    Acc acc = ident<O, Acc>(), head = ident<O, Acc>();
+    unsigned head_at = K;  // where this thread's first end lies (K: none)
+#pragma unroll
+    for (unsigned i = 0; i < K; ++i) {
+      if (marks & (1u << i)) {
+        if (head_at == K) {
+          head_at = i;
+          head = acc;
+        } else {
+          out[lo + segment_at[first + i]] = acc;
+        }
+        acc = ident<O, Acc>();
+      }
+      if (first + i < length) acc = apply<O>(acc, static_cast<Acc>(vals[padded<In>(first + i)]));
+    }
+    const u64 head_segment = head_at != K ? lo + segment_at[first + head_at] : 0;
+    SegmentRun<Acc> total;
+    const SegmentRun<Acc> before = block_segmented_scan<O>(SegmentRun<Acc>{acc, head_at != K}, total);
+    if (head_at != K) {
+      const Acc value = apply<O>(before.value, head);
+      out[head_segment] = before.ended ? value : apply<O>(carried, value);
+    }
+    carried = total.ended ? total.value : apply<O>(carried, total.value);
+    lo = hi;
   }
-  SegmentRun<Acc> total;
-  const SegmentRun<Acc> before = block_segmented_scan<O>(SegmentRun<Acc>{acc, head_at != K}, total);
-  if (head_at != K) out[lo + segment_at[first + head_at]] = apply<O>(before.value, head);
   if (threadIdx.x == 0 && carry) {
-    carry[blockIdx.x] = total.value;
-    carry_key[blockIdx.x] = hi < src.count ? hi : ~u64{0};
+    carry[blockIdx.x] = carried;
+    carry_key[blockIdx.x] = t_begin < t_end && lo < src.count ? lo : ~u64{0};
   }
 }
 
-// balanced's finish: a warp for each run of tiles that leave a part of the same segment (the
-// first tile of the run) combines their parts in tile order into the value the segment's last
-// tile wrote. Does nothing where `disorder` is set.
+// balanced's finish: a warp for each run of blocks that leave a part of the same segment (the
+// first block of the run) combines their parts in block order into the value the block holding
+// the segment's end wrote. Does nothing where `disorder` is set.
 template <class Acc, xr::Op O>
-__global__ void k_balanced_fixup(const Acc* __restrict__ carry, const u64* __restrict__ carry_key, u64 tiles,
+__global__ void k_balanced_fixup(const Acc* __restrict__ carry, const u64* __restrict__ carry_key, u64 parts,
                                  Acc* __restrict__ out, const unsigned* __restrict__ disorder) {
   if (disorder && *disorder) return;
   const unsigned lane = threadIdx.x & 31u;
   const u64 warps = (u64(gridDim.x) * blockDim.x) >> 5;
-  for (u64 t = (u64(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; t < tiles; t += warps) {
+  for (u64 t = (u64(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; t < parts; t += warps) {
     const u64 key = carry_key[t];
     if (key == ~u64{0} || (t > 0 && carry_key[t - 1] == key)) continue;
     Acc acc = ident<O, Acc>();
     for (u64 b = t;; b += 32) {
-      const bool mine = b + lane < tiles && carry_key[b + lane] == key;
+      const bool mine = b + lane < parts && carry_key[b + lane] == key;
       if (mine) acc = apply<O>(acc, carry[b + lane]);
       if (__ballot_sync(0xffffffffu, mine) != 0xffffffffu) break;
     }

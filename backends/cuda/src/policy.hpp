@@ -75,10 +75,13 @@ constexpr unsigned kPackedRowsInFlight = 4;
 // four 16-byte packs).
 constexpr unsigned kColumnBytesInFlight = 64;
 
-// auto on rows: subwarp while a row is at most this many 16-byte packs (64 f32): groups of at
-// most 16 lanes take one pack each, so a warp covers two or more rows per load; from 32 packs
-// every lane of a warp has a pack of its own row.
-constexpr std::uint64_t kSubwarpMaxPacks = 16;
+// auto on rows: subwarp while a row is at most this many 16-byte packs (128 f32), in groups of
+// one lane per pack up to kGroupTwoPacksFrom packs a row and one lane per two packs from there:
+// fewer shuffles per byte. H100, f32 rows, GB/s with one pack a lane against two:
+// (2^23, 8) 2705 against 1602-1607 (one lane a row), (2^21, 32) 2664-2691 against 2662-2698,
+// (2^20, 64) 2522-2551 against 2691-2715, (2^19, 128) 2433-2448 (a warp) against 2858-2885.
+constexpr std::uint64_t kSubwarpMaxPacks = 32;
+constexpr std::uint64_t kGroupTwoPacksFrom = 16;
 // ... warp while a row is at most 8 KiB: 16 packs a lane, 4 rows in flight per warp; longer rows
 // give each thread of a 256-thread block at least two packs.
 constexpr std::uint64_t kWarpMaxBytes = std::uint64_t{8} << 10;
@@ -97,19 +100,21 @@ constexpr unsigned kTinyBinLogLanes = 3;
 constexpr std::uint64_t kShortBinBytes = kWarpMaxBytes;
 constexpr std::uint64_t kMediumBinBytes = std::uint64_t{256} << 10;
 
-// balanced: the elements each thread of k_balanced adds: 64 bytes, as the 4 x 16 B every other
-// kernel keeps in flight a thread, and at most 16 (a thread's end marks lie in one 32-bit word), so
-// a 256-thread tile holds 4096 f32 (16 KiB) and takes 34 KiB of shared memory with its marks and
-// the segment of each mark. A thread's rounding chain grows with the elements it adds.
-constexpr unsigned kBalancedThreadBytes = 64;
-constexpr unsigned kBalancedMaxItems = 16;
+// balanced: the elements each thread of k_balanced adds: 128 bytes, at most 32 (a thread's end
+// marks lie in one 32-bit word), so a 256-thread tile holds 8192 f32 (32 KiB) and takes 66 KiB of
+// shared memory with its marks and the segment of each mark. Every tile pays for a block
+// segmented scan and 3 or more barriers, and larger tiles pay for them less often. A thread's
+// rounding chain grows with the elements it adds.
+constexpr unsigned kBalancedThreadBytes = 128;
+constexpr unsigned kBalancedMaxItems = 32;
 constexpr unsigned balanced_items(std::uint64_t elem) {
   return static_cast<unsigned>(kBalancedThreadBytes / elem < kBalancedMaxItems ? kBalancedThreadBytes / elem
                                                                                : kBalancedMaxItems);
 }
-// ... in blocks of at most 256 threads: k_balanced's launch bounds (256 threads, 6 blocks) give it
-// 40 registers, and 6 blocks' shared memory fits an SM. H100, 2^20 segments of lognormal lengths
-// (mean 64), f32: 1956-1974 GB/s at 6 blocks an SM, 1864 at 4, 1630 at 8 (32 registers, spilled).
+// ... in blocks of at most 256 threads, 2 an SM (k_balanced's launch bounds), each holding the
+// loads of its next tile in registers while it adds the current one. H100, 2^20 segments of
+// lognormal lengths (mean 64), f32: 2348-2399 GB/s with 32 elements a thread at 2 blocks an SM;
+// 2077-2082 at 3 blocks; with 16 elements a thread, 2201-2204 at 3 blocks and 2126-2139 at 4.
 // auto with larger blocks takes binned where it would take balanced.
 constexpr unsigned kBalancedMaxBlock = 256;
 

@@ -291,7 +291,12 @@ LengthStats length_stats(const SegmentTask& t) {
 unsigned log2_ceil(u64 x) { return ceil_log2(std::max<u64>(x, 1)); }
 
 // The lanes per segment of subwarp for segments of `length` elements: about one pack a lane.
-unsigned group_log_for(u64 length, unsigned pack) { return std::min(5u, log2_ceil(ceil_div(length, pack))); }
+// k_group's lanes (log2) for segments of `length` elements: a 16-byte pack a lane, two from
+// policy::kGroupTwoPacksFrom packs a segment on; at most a warp.
+unsigned group_log_for(u64 length, unsigned pack) {
+  const u64 packs = ceil_div(length, pack);
+  return std::min(5u, log2_ceil(packs >= policy::kGroupTwoPacksFrom ? ceil_div(packs, 2) : packs));
+}
 
 // What one pass of a strategy runs, resolved once per call.
 struct SegmentPlan {
@@ -333,8 +338,8 @@ Strategy choose(const SegmentTask& t, const LengthStats& s) {
   };
   if (t.kind == SegmentKind::Rows) return by_length(t.length, t.count);
   // Lengths unknown or mixed: balanced, whose rate does not depend on them (H100, 2^20 segments
-  // of lognormal lengths, mean 64, f32: balanced 1911-1974 GB/s in 2 launches, binned 1020-1034
-  // in 4, subwarp 1115-1121, warp 815-822); binned where the block is too large for balanced.
+  // of lognormal lengths, mean 64, f32: balanced 2353-2379 GB/s in 2 launches, binned 1026-1032
+  // in 4, subwarp 1121-1125, warp 817-821); binned where the block is too large for balanced.
   const Strategy mixed = t.block <= policy::kBalancedMaxBlock ? Strategy::Balanced : Strategy::Binned;
   if (!s.known) return mixed;
   const auto used = std::count_if(s.bins.begin(), s.bins.end(), [](u64 c) { return c > 0; });
@@ -459,13 +464,20 @@ SegmentPlan plan_segments(Strategy requested, const SegmentTask& t) {
       p.tiles = elements / tile + 1;
       if (p.tiles > INT_MAX)
         throw InvalidArgument("cuda: balanced: " + std::to_string(elements) + " elements is too many");
+      // Persistent blocks: one wave, each block a run of consecutive tiles.
+      const SegmentEntry& e = t.entry(p.kernel);
+      allow_dynamic_smem(e.kernel, e.smem_per_thread * t.block, t.caps->device, "balanced");
+      p.grid = std::min(p.tiles, t.resident_blocks(p.kernel));
       const bool check_order = t.kind == kOffsets && !t.host_offsets;
-      p.launches = 1 + (check_order ? 1 : 0) + (p.tiles > 1 ? 1 : 0);
-      p.finish = "tiles of " + std::to_string(tile) + " elements, a block segmented scan" +
-                 (p.tiles > 1 ? ", parts across tiles combined by a fixup launch" : "");
-      if (known)
+      p.launches = 1 + (check_order ? 1 : 0) + (p.grid > 1 ? 1 : 0);
+      p.finish = "runs of tiles of " + std::to_string(tile) + " elements, a block segmented scan" +
+                 (p.grid > 1 ? ", parts across blocks combined by a fixup launch" : "");
+      // A segment's part carried from tile to tile in a block, then the blocks' parts combined.
+      if (known) {
+        const u64 spanned = ceil_div(longest, tile) + 1;
         p.depth = policy::balanced_items(t.elem()) + log2_ceil(p.block) + 1 +
-                  (p.tiles > 1 ? ceil_div(ceil_div(longest, tile) + 1, 32) + 6 : 0);
+                  (p.grid > 1 ? spanned + ceil_div(spanned, 32) + 6 : spanned);
+      }
       break;
     }
     case Strategy::Columns: {

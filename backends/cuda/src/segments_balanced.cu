@@ -32,17 +32,18 @@ template <bool Rows> struct Balanced {
         check_launch("k_balanced_order");
       }
     }
+    // L.grid blocks (at most the tiles, see plan_segments), each a run of consecutive tiles.
     const u64 tile = u64(L.block) * policy::balanced_items(sizeof(In));
-    const bool fixup = L.tiles > 1;
+    const bool fixup = L.grid > 1;
     Acc* carry = fixup ? static_cast<Acc*>(L.partials) : nullptr;
-    fn<In, Acc, O>()<<<static_cast<unsigned>(L.tiles), L.block, ks::balanced_smem_bytes(tile, sizeof(In)), L.stream>>>(
-        static_cast<const In*>(L.in), src, static_cast<Acc*>(L.out), carry, L.carry_key,
+    fn<In, Acc, O>()<<<static_cast<unsigned>(L.grid), L.block, ks::balanced_smem_bytes(tile, sizeof(In)), L.stream>>>(
+        static_cast<const In*>(L.in), src, L.tiles, static_cast<Acc*>(L.out), carry, L.carry_key,
         Rows ? nullptr : L.disorder);
     check_launch("k_balanced");
     if (!fixup) return;
-    const u64 grid = std::clamp<u64>(ceil_div(L.tiles * 32, 256), 1, sm_blocks);
+    const u64 grid = std::clamp<u64>(ceil_div(L.grid * 32, 256), 1, sm_blocks);
     ks::k_balanced_fixup<Acc, O><<<static_cast<unsigned>(grid), 256, 0, L.stream>>>(
-        carry, L.carry_key, L.tiles, static_cast<Acc*>(L.out), Rows ? nullptr : L.disorder);
+        carry, L.carry_key, L.grid, static_cast<Acc*>(L.out), Rows ? nullptr : L.disorder);
     check_launch("k_balanced_fixup");
   }
 };
