@@ -28,7 +28,7 @@ asan() {
   # suites use into PoCL's cache. scripts/test.sh does.
   ASAN_OPTIONS=detect_leaks=1:use_sigaltstack=0:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" \
     -R '^(core|backends\.(omp|opencl)|threads\.(omp|opencl)|segments\.(omp|opencl)|opencl|opencl_exact|opencl_segments|exact_device|cli|plot|fuzz_inputs)$'
 }
 

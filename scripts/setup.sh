@@ -32,6 +32,15 @@ if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
 
+# With no GPU to run it, CUDA code compiles to PTX alone (compute_90, compiled for the GPU when
+# it loads): nvcc's front end checks all of it, and the machine code, about half of nvcc's time
+# (segments_columns.cu: 22 s against 12 s on one core of the 2-core development machine), waits
+# for a machine that can run it. CUDAARCHS or -DCMAKE_CUDA_ARCHITECTURES choose otherwise.
+cuda_arch=()
+if [[ -z ${CUDAARCHS:-} && "$*" != *CMAKE_CUDA_ARCHITECTURES* ]] && ! nvidia-smi -L >/dev/null 2>&1; then
+  cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES=90-virtual)
+fi
+
 build=${XR_BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "$@"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_arch[@]}" "$@"
 cmake --build "$build" -j "$(nproc)"

@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${XR_BUILD_DIR:-build}
-ctest --test-dir "$build" --output-on-failure "$@"
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
 status=$?
 grep -h '^SKIP ' "$build/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u
 if [[ ${XR_SANITIZE:-1} != 0 ]]; then
