@@ -13,11 +13,22 @@ root=$PWD
 stages=("$@")
 ((${#stages[@]})) || stages=(asan tsan)
 jobs=$(nproc)
+# -O1, as the sanitizers' own documentation advises: it keeps their reports exact and takes a
+# fraction of -O2's compile time under instrumentation.
+flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g -DNDEBUG" -DXREDUCE_CUDA=OFF)
+# Prints how long the step took: "asan build: 123 s".
+timed() {
+  local what=$1 start=$SECONDS
+  shift
+  "$@"
+  local rc=$?
+  echo "sanitize: $what: $((SECONDS - start)) s"
+  return $rc
+}
 
 asan() {
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXREDUCE_CUDA=OFF \
-    -DXREDUCE_SANITIZE=address,undefined >/dev/null || return 1
-  cmake --build build-asan -j "$jobs" --target reduce_cli xr_test_core xr_test_backends xr_test_threads \
+  cmake -S . -B build-asan "${flags[@]}" -DXREDUCE_SANITIZE=address,undefined >/dev/null || return 1
+  timed "asan build" cmake --build build-asan -j "$jobs" --target reduce_cli xr_test_core xr_test_backends xr_test_threads \
     xr_test_exact_device xr_test_cli xr_test_fuzz xr_test_opencl xr_test_opencl_exact xr_test_segments \
     xr_test_opencl_segments || return 1
   # use_sigaltstack=0: LLVM inside PoCL gives its threads alternate signal stacks, which ASan
@@ -28,7 +39,7 @@ asan() {
   # suites use into PoCL's cache. scripts/test.sh does.
   ASAN_OPTIONS=detect_leaks=1:use_sigaltstack=0:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$jobs" \
+    timed "asan tests" ctest --test-dir build-asan --output-on-failure -j "$jobs" \
     -R '^(core|backends\.(omp|opencl)|threads\.(omp|opencl)|segments\.(omp|opencl)|opencl|opencl_exact|opencl_segments|exact_device|cli|plot|fuzz_inputs)$'
 }
 
@@ -37,14 +48,14 @@ tsan() {
   clang=$(command -v clang++) || { echo "sanitize: tsan needs clang++ (apt-get install clang)" >&2; return 1; }
   archer=$(dirname "$(dirname "$(readlink -f "$clang")")")/lib/libarcher.so
   [[ -f $archer ]] || { echo "sanitize: tsan needs LLVM's OpenMP runtime with Archer (apt-get install libomp-dev)" >&2; return 1; }
-  CC=clang CXX=clang++ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXREDUCE_CUDA=OFF \
-    -DXREDUCE_OPENCL=OFF -DXREDUCE_SANITIZE=thread >/dev/null || return 1
-  cmake --build build-tsan -j "$jobs" --target xr_test_core xr_test_backends xr_test_threads || return 1
+  CC=clang CXX=clang++ cmake -S . -B build-tsan "${flags[@]}" -DXREDUCE_OPENCL=OFF \
+    -DXREDUCE_SANITIZE=thread >/dev/null || return 1
+  timed "tsan build" cmake --build build-tsan -j "$jobs" --target xr_test_core xr_test_backends xr_test_threads || return 1
   # Archer reports through TSan; the suppressions file is for the runtime's own false positives
   # (see its comments).
   OMP_TOOL_LIBRARIES=$archer ARCHER_OPTIONS=verbose=0 \
     TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 suppressions=$root/tests/sanitizers/tsan.supp" \
-    ctest --test-dir build-tsan --output-on-failure -R '^(core|backends\.omp|threads\.omp)$'
+    timed "tsan tests" ctest --test-dir build-tsan --output-on-failure -R '^(core|backends\.omp|threads\.omp)$'
 }
 
 status=0

@@ -43,4 +43,6 @@ fi
 
 build=${XR_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_arch[@]}" "$@"
+start=$SECONDS
 cmake --build "$build" -j "$(nproc)"
+echo "setup: build: $((SECONDS - start)) s"

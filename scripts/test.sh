@@ -5,8 +5,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${XR_BUILD_DIR:-build}
+start=$SECONDS
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
 status=$?
+echo "test: release tests: $((SECONDS - start)) s"
 grep -h '^SKIP ' "$build/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u
 if [[ ${XR_SANITIZE:-1} != 0 ]]; then
   # After the release suite: it fills PoCL's kernel cache, which the ASan stage relies on.
