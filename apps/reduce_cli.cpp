@@ -536,7 +536,7 @@ int main(int argc, char** argv) {
   cli.add_option("--format", a.format, "input file format: auto, raw, npy or text")->capture_default_str();
   cli.add_option("--kernel,-k", a.kernel, "a rung name, 'all' for the ladder, 'list' to list rungs")
       ->capture_default_str();
-  cli.add_option("--accumulator", a.accumulator, "i32 sums: wide (i64) or native (i32, wraps)")
+  cli.add_option("--accumulator", a.accumulator, "sums of i8, u8, i32, u32: wide (in 64 bits) or native (in the input type, wrapping)")
       ->check(CLI::IsMember({"wide", "native"}))
       ->capture_default_str();
   cli.add_option("--repeat,-r", a.repeat, "timed runs, 1 to 1000000 (the median is reported)")->capture_default_str();

@@ -1,8 +1,8 @@
 // xreduce: one reduction kernel for every OpenCL rung, specialised by -D options that the host
 // builds from core's op and type tables (backends/opencl: program_options):
 //
-//   XR_IN_T      input element type (OpenCL C name: int, long, float, double)
-//   XR_ACC_T     accumulator type (an i32 sum may accumulate in long)
+//   XR_IN_T      input element type (OpenCL C name: char, uchar, int, uint, long, ulong, float, double)
+//   XR_ACC_T     accumulator type (sums of narrow integers accumulate in long or ulong)
 //   XR_ACC_BYTES its size, which decides the atomic extension of the finish
 //   XR_ACC_FLOAT 1 when the accumulator is a float type
 //   XR_FP64      1 when either type is double
@@ -58,20 +58,26 @@ typedef XR_ACC_T acc_t;
 
 #define XR_CAT_(a, b) a##b
 #define XR_CAT(a, b) XR_CAT_(a, b)
-#if XR_ACC_BYTES == 4
+#if XR_ACC_BYTES == 1
+#define XR_ACC_BITS_T uchar
+#elif XR_ACC_BYTES == 2
+#define XR_ACC_BITS_T ushort
+#elif XR_ACC_BYTES == 4
 #define XR_ACC_BITS_T uint
 #else
 #define XR_ACC_BITS_T ulong
 #endif
 
 // Integer sums and products wrap without signed overflow: computed in the unsigned type of
-// acc_t's size, whose bits are the two's complement result. W is the vector width suffix of
-// the operands (empty for scalars).
+// acc_t's size, whose bits are the two's complement result (cast back to that type: scalars
+// narrower than int are promoted to int by the operator). W is the vector width suffix of the
+// operands (empty for scalars).
 #if XR_ACC_FLOAT
 #define XR_WRAP(a, op, b, W) ((a)op(b))
 #else
-#define XR_WRAP(a, op, b, W) \
-  XR_CAT(as_, XR_CAT(XR_ACC_T, W))(XR_CAT(as_, XR_CAT(XR_ACC_BITS_T, W))(a) op XR_CAT(as_, XR_CAT(XR_ACC_BITS_T, W))(b))
+#define XR_WRAP(a, op, b, W)                                                                    \
+  XR_CAT(as_, XR_CAT(XR_ACC_T, W))                                                              \
+  ((XR_CAT(XR_ACC_BITS_T, W))(XR_CAT(as_, XR_CAT(XR_ACC_BITS_T, W))(a) op XR_CAT(as_, XR_CAT(XR_ACC_BITS_T, W))(b)))
 #endif
 
 // One step of the reduction, exactly as core's OpFn: integer sums and products wrap (two's

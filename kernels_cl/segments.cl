@@ -425,7 +425,11 @@ inline acc_t run_total(run_acc_t v) {
 #if XR_RUN_W > 16
 #error "XR_RUN_W lanes need as many entries in xr_lane_index"
 #endif
-#if XR_ACC_BYTES == 4
+#if XR_ACC_BYTES == 1
+#define XR_MASK_T char
+#elif XR_ACC_BYTES == 2
+#define XR_MASK_T short
+#elif XR_ACC_BYTES == 4
 #define XR_MASK_T int
 #else
 #define XR_MASK_T long

@@ -88,29 +88,54 @@ template <class To, class From> __device__ __forceinline__ To bits_as(From v) {
 }
 
 // *addr = O(*addr, v) atomically, in global or shared memory. Native atomics where the
-// hardware has them: add for every type (integers wrap; f64 needs sm_60), min/max for
-// integers. Products and float min/max have no native atomic: a compare-and-swap loop on the
-// bit pattern (so NaN results compare equal to themselves and the loop ends).
+// hardware has them: add for every type of 4 or 8 bytes (integers wrap; f64 needs sm_60),
+// min/max for integers of 4 or 8 bytes. Products, float min/max and types of 1 or 2 bytes have
+// no native atomic: a compare-and-swap loop on the bit pattern (so NaN results compare equal
+// to themselves and the loop ends).
 // x, or a zero of its sign where x is subnormal: what the f32 atomicAdd of global memory does to
 // its operands and its result.
 __device__ __forceinline__ float flush_subnormal(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
 
 // *addr = apply<O>(*addr, v) by a compare-and-swap loop on the bits, in the arithmetic of apply.
+// A type narrower than 4 bytes swaps the aligned word that holds it (little-endian: its bytes
+// start at bit 8 * (addr % 4)), leaving the word's other bytes as they are.
 template <xr::Op O, class T> __device__ __forceinline__ void cas_combine(T* addr, T v) {
-  using Bits = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
-  Bits* a = reinterpret_cast<Bits*>(addr);
-  Bits old = *reinterpret_cast<volatile Bits*>(a);
-  for (;;) {
-    const Bits next = bits_as<Bits>(apply<O>(bits_as<T>(old), v));
-    if (next == old) return;
-    const Bits seen = atomicCAS(a, old, next);
-    if (seen == old) return;
-    old = seen;
+  if constexpr (sizeof(T) < 4) {
+    const auto at = reinterpret_cast<std::uintptr_t>(addr);
+    unsigned* word = reinterpret_cast<unsigned*>(at & ~std::uintptr_t{3});
+    const unsigned shift = 8u * static_cast<unsigned>(at & 3u), mask = ((1u << (8 * sizeof(T))) - 1u) << shift;
+    unsigned old = *reinterpret_cast<volatile unsigned*>(word);
+    for (;;) {
+      T mine;
+      const unsigned field = (old & mask) >> shift;
+      __builtin_memcpy(&mine, &field, sizeof(T));
+      const T combined = apply<O>(mine, v);
+      unsigned bits = 0;
+      __builtin_memcpy(&bits, &combined, sizeof(T));
+      const unsigned next = (old & ~mask) | (bits << shift);
+      if (next == old) return;
+      const unsigned seen = atomicCAS(word, old, next);
+      if (seen == old) return;
+      old = seen;
+    }
+  } else {
+    using Bits = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+    Bits* a = reinterpret_cast<Bits*>(addr);
+    Bits old = *reinterpret_cast<volatile Bits*>(a);
+    for (;;) {
+      const Bits next = bits_as<Bits>(apply<O>(bits_as<T>(old), v));
+      if (next == old) return;
+      const Bits seen = atomicCAS(a, old, next);
+      if (seen == old) return;
+      old = seen;
+    }
   }
 }
 
 template <xr::Op O, class T> __device__ __forceinline__ void atomic_combine(T* addr, T v) {
-  if constexpr (O == xr::Op::Sum && std::is_integral_v<T> && sizeof(T) == 4) {
+  if constexpr (sizeof(T) < 4) {
+    cas_combine<O>(addr, v);
+  } else if constexpr (O == xr::Op::Sum && std::is_integral_v<T> && sizeof(T) == 4) {
     atomicAdd(reinterpret_cast<int*>(addr), static_cast<int>(v));
   } else if constexpr (O == xr::Op::Sum && std::is_integral_v<T>) {
     atomicAdd(reinterpret_cast<unsigned long long*>(addr), static_cast<unsigned long long>(v));
@@ -126,12 +151,12 @@ template <xr::Op O, class T> __device__ __forceinline__ void atomic_combine(T* a
     if (__float_as_uint(ieee) != __float_as_uint(flushed)) cas_combine<O>(addr, ieee - flushed);
   } else if constexpr (O == xr::Op::Sum) {
     atomicAdd(addr, v);
-  } else if constexpr ((O == xr::Op::Min || O == xr::Op::Max) && std::is_integral_v<T> && sizeof(T) == 4) {
-    if constexpr (O == xr::Op::Min) atomicMin(reinterpret_cast<int*>(addr), static_cast<int>(v));
-    else atomicMax(reinterpret_cast<int*>(addr), static_cast<int>(v));
   } else if constexpr ((O == xr::Op::Min || O == xr::Op::Max) && std::is_integral_v<T>) {
-    if constexpr (O == xr::Op::Min) atomicMin(reinterpret_cast<long long*>(addr), static_cast<long long>(v));
-    else atomicMax(reinterpret_cast<long long*>(addr), static_cast<long long>(v));
+    // The hardware's min and max compare as the type does: signed or unsigned, 4 or 8 bytes.
+    using Native = std::conditional_t<sizeof(T) == 4, std::conditional_t<std::is_signed_v<T>, int, unsigned>,
+                                      std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>>;
+    if constexpr (O == xr::Op::Min) atomicMin(reinterpret_cast<Native*>(addr), static_cast<Native>(v));
+    else atomicMax(reinterpret_cast<Native*>(addr), static_cast<Native>(v));
   } else {
     cas_combine<O>(addr, v);
   }

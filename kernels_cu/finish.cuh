@@ -9,7 +9,7 @@
 
 namespace xr::kern {
 
-// A block's partial as its bit pattern (4-byte types zero-extended) and the epoch of the
+// A block's partial as its bit pattern (narrower types zero-extended) and the epoch of the
 // launch that wrote it.
 struct alignas(16) FinishSlot {
   u64 bits;
@@ -29,12 +29,14 @@ struct FinishState {
 };
 
 template <class T> __device__ __forceinline__ u64 to_bits(T v) {
-  if constexpr (sizeof(T) == 8) return bits_as<u64>(v);
-  else return bits_as<unsigned>(v);
+  u64 b = 0;
+  __builtin_memcpy(&b, &v, sizeof(T));
+  return b;
 }
 template <class T> __device__ __forceinline__ T from_bits(u64 b) {
-  if constexpr (sizeof(T) == 8) return bits_as<T>(b);
-  else return bits_as<T>(static_cast<unsigned>(b));
+  T v;
+  __builtin_memcpy(&v, &b, sizeof(T));
+  return v;
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

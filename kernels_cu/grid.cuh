@@ -73,10 +73,31 @@ template <Deal D, class In> __device__ __forceinline__ Pack<In> load_pack(const 
   return bits_as<Pack<In>>(raw);
 }
 
+// Sums of bytes (i8, u8), by words of four bytes: one __dp4a (a dot product with {1, 1, 1, 1},
+// sm_61) adds a word's bytes to a 32-bit sum, where widening each byte to the accumulator
+// costs two instructions per byte and the 64-bit adds two more. Exact in 32 bits (at most
+// 64 * 16 * 255 per call), so it equals the accumulator's wrapped sum in any width.
+template <class Acc, class In, unsigned K>
+__device__ __forceinline__ Acc sum_byte_packs(const Pack<In> (&r)[K]) {
+  static_assert(K <= 64, "a 32-bit sum holds 64 packs of bytes");
+  using Word = std::conditional_t<std::is_signed_v<In>, int, unsigned>;
+  constexpr Word kOnes = 0x01010101;
+  Word sum = 0;
+#pragma unroll
+  for (unsigned u = 0; u < K; ++u) {
+    const uint4 w = bits_as<uint4>(r[u]);
+    const unsigned words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) sum = __dp4a(static_cast<Word>(words[k]), kOnes, sum);
+  }
+  return static_cast<Acc>(sum);
+}
+
 // Combines the elements of K packs as a balanced tree (shorter rounding chains and more
 // instruction-level parallelism than a running sum).
 template <xr::Op O, class Acc, class In, unsigned K>
 __device__ __forceinline__ Acc reduce_packs(const Pack<In> (&r)[K]) {
+  if constexpr (O == xr::Op::Sum && std::is_integral_v<In> && sizeof(In) == 1) return sum_byte_packs<Acc>(r);
   constexpr unsigned V = Pack<In>::size, M = K * V;
   Acc t[M];
 #pragma unroll

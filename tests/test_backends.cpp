@@ -135,24 +135,54 @@ TEST_CASE("a sum of -0 terms is -0 and the empty sum is +0, on every kernel and 
 
 TEST_CASE("heavy cancellation stays within the bound of each summation order") {
   auto r = reducer();
-  for (DType t : {DType::F32, DType::F64, DType::I32, DType::I64})
+  for (DType t : all_dtypes)
     for (std::uint64_t n : {std::uint64_t(1001), std::uint64_t(1) << 20})
       check_all_kernels(*r, generate(t, n, Dist::Cancel, 11), Op::Sum);
 }
 
-TEST_CASE("i32 sums: the wide accumulator is exact past 2^31, the native one wraps") {
+// Every integer type narrower than 64 bits, near both of its limits: the wide sum (64 bits) is
+// exact far past the type's range (2^24 + 3 bytes of 255 sum to more than 2^32), the native one
+// wraps in the type.
+TEST_CASE("sums of narrow integers: the wide accumulator is exact past the type's range, the native one wraps") {
   auto r = reducer();
-  for (std::uint64_t n : {std::uint64_t(5), std::uint64_t(4099), std::uint64_t(1) << 20}) {
-    HostBuffer x(DType::I32, n);
-    for (std::uint64_t i = 0; i < n; ++i) x.as<std::int32_t>()[i] = (1 << 30) + static_cast<std::int32_t>(i % 7);
-    check_all_kernels(*r, x, Op::Sum, Accumulator::Wide);
-    check_all_kernels(*r, x, Op::Sum, Accumulator::Native);
+  for (DType t : all_dtypes) {
+    if (!accumulator_matters(Op::Sum, t)) continue;
+    visit_dtype(t, [&](auto zero) {
+      using T = decltype(zero);
+      using L = std::numeric_limits<T>;
+      for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(5), std::uint64_t(4099), (std::uint64_t(1) << 24) + 3}) {
+        for (T near : {L::max(), L::lowest()}) {
+          if (near == 0) continue;  // unsigned: the low end sums to nothing
+          HostBuffer x(t, n);
+          for (std::uint64_t i = 0; i < n; ++i)
+            x.as<T>()[i] = static_cast<T>(near > 0 ? near - static_cast<T>(i % 3) : near + static_cast<T>(i % 3));
+          CAPTURE(to_string(t));
+          CAPTURE(n);
+          check_all_kernels(*r, x, Op::Sum, Accumulator::Wide);
+          check_all_kernels(*r, x, Op::Sum, Accumulator::Native);
+        }
+      }
+    });
   }
+}
+
+TEST_CASE("u64 sums wrap modulo 2^64 and min and max compare as unsigned near 2^64") {
+  auto r = reducer();
+  HostBuffer x(DType::U64, 4099);
+  auto* v = x.as<std::uint64_t>();
+  for (std::uint64_t i = 0; i < x.size(); ++i) v[i] = ~std::uint64_t{0} - i % 11;  // 2^64 - 1 - (i % 11)
+  v[3000] = 0;
+  for (Op op : {Op::Sum, Op::Min, Op::Max}) check_all_kernels(*r, x, op);
+  const Reference max = reference_reduce(x.view(), Op::Max);
+  CHECK(max.value.as<std::uint64_t>() == ~std::uint64_t{0});
+  CHECK(max.value.to_string() == "18446744073709551615");
+  CHECK(reference_reduce(x.view(), Op::Min).value.as<std::uint64_t>() == 0);
 }
 
 TEST_CASE("integer products wrap the same way on every kernel") {
   auto r = reducer();
-  for (DType t : {DType::I32, DType::I64}) {
+  for (DType t : all_dtypes) {
+    if (is_float(t)) continue;
     HostBuffer x(t, 1000);
     visit_dtype(t, [&](auto zero) {
       using T = decltype(zero);
@@ -184,17 +214,23 @@ TEST_CASE("any NaN makes min and max NaN; infinities sum like IEEE") {
   }
 }
 
-TEST_CASE("extreme integers: min and max find the type limits") {
+TEST_CASE("extreme integers: min and max find the type limits, at either end or inside") {
   auto r = reducer();
-  for (DType t : {DType::I32, DType::I64}) {
-    HostBuffer x(t, 3001);
-    visit_dtype(t, [&](auto zero) {
-      using T = decltype(zero);
-      for (std::uint64_t i = 0; i < x.size(); ++i) x.as<T>()[i] = static_cast<T>(i);
-      x.as<T>()[1234] = std::numeric_limits<T>::lowest();
-      x.as<T>()[2999] = std::numeric_limits<T>::max();
-    });
-    for (Op op : {Op::Min, Op::Max, Op::Sum}) check_all_kernels(*r, x, op);
+  for (DType t : all_dtypes) {
+    if (is_float(t)) continue;
+    for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(2), std::uint64_t(3001)}) {
+      for (const auto& [low_at, high_at] : {std::pair{n / 3, n - 1}, std::pair{n - 1, std::uint64_t(0)}}) {
+        HostBuffer x(t, n);
+        visit_dtype(t, [&](auto zero) {
+          using T = decltype(zero);
+          for (std::uint64_t i = 0; i < n; ++i) x.as<T>()[i] = static_cast<T>(i % 100);
+          x.as<T>()[low_at] = std::numeric_limits<T>::lowest();
+          x.as<T>()[high_at] = std::numeric_limits<T>::max();
+        });
+        CAPTURE(to_string(t));
+        for (Op op : {Op::Min, Op::Max, Op::Sum, Op::Prod}) check_all_kernels(*r, x, op);
+      }
+    }
   }
 }
 

@@ -60,7 +60,7 @@ TEST_CASE("JSON results carry the record") {
 }
 
 TEST_CASE("usage errors exit 2 with one line") {
-  for (const char* args : {"--bogus", "--backend foo", "--op mean", "--type u8", "--n lots", "--n 2^^4",
+  for (const char* args : {"--bogus", "--backend foo", "--op mean", "--type u16", "--n lots", "--n 2^^4",
                            "--backend omp --kernel warp_magic", "--dist gauss", "--repeat 0",
                            "--backend omp --op min --n 0", "--accumulator huge"}) {
     const Run r = cli(args);

@@ -65,7 +65,7 @@ TEST_CASE("named values outside their sets are refused") {
   for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
            {"--backend gpu", "--backend"},
            {"--op mean", "unknown op 'mean'"},
-           {"--type u8", "u8"},
+           {"--type u16", "u16"},
            {"--dist gauss", "gauss"},
            {"--format csv", "unknown file format 'csv'"},
            {"--kernel bogus", "unknown omp kernel 'bogus'"},

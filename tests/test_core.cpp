@@ -18,7 +18,8 @@ TEST_CASE("names parse and print") {
   CHECK(parse_op("ADD") == Op::Sum);
   CHECK(parse_dtype("double") == DType::F64);
   CHECK_THROWS_WITH_AS(parse_op("mean"), doctest::Contains("unknown op 'mean'"), InvalidArgument);
-  CHECK_THROWS_WITH_AS(parse_dtype("u8"), doctest::Contains("i32, i64, f32, f64"), InvalidArgument);
+  CHECK(parse_dtype("uint8") == DType::U8);
+  CHECK_THROWS_WITH_AS(parse_dtype("u16"), doctest::Contains("i32, i64, f32, f64, i8, u8, u32, u64"), InvalidArgument);
   for (Dist d : all_dists) CHECK(parse_dist(to_string(d)) == d);
   CHECK_THROWS_WITH_AS(parse_dist("gauss"), doctest::Contains("uniform, normal, ones, cancel, exact_product, special"),
                        InvalidArgument);

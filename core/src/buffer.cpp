@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -121,8 +122,19 @@ template <class T> T element(Dist dist, const ElementRandom& rng, std::uint64_t 
       if constexpr (sizeof(T) == 4) return static_cast<T>((rng.bits(i, stream) >> 40) * 0x1.0p-23 - 1.0);
       else return static_cast<T>(rng.unit(i, stream) * 2.0 - 1.0);
     } else {
-      return static_cast<T>(static_cast<std::int64_t>(rng.bits(i, stream) % 2001) - 1000);
+      // [-1000, 1000] for signed types, [0, 2000] for unsigned ones, narrowed to the type.
+      constexpr std::uint64_t limit = std::numeric_limits<T>::max(), most = std::is_signed_v<T> ? 1000 : 2000;
+      constexpr auto top = static_cast<std::int64_t>(std::min(limit, most));
+      constexpr std::int64_t bottom = std::is_signed_v<T> ? -top : 0;
+      return static_cast<T>(bottom + static_cast<std::int64_t>(rng.bits(i, stream) % static_cast<std::uint64_t>(top - bottom + 1)));
     }
+  };
+  // An integer in T: clamped to its range, |v| for unsigned types.
+  const auto integer = [](std::int64_t v) -> T {
+    if constexpr (std::is_unsigned_v<T>) v = v < 0 ? -v : v;
+    if constexpr (sizeof(T) < 8)
+      v = std::clamp<std::int64_t>(v, std::numeric_limits<T>::lowest(), std::numeric_limits<T>::max());
+    return static_cast<T>(v);
   };
   switch (dist) {
     case Dist::Uniform: return uniform(0);
@@ -130,14 +142,15 @@ template <class T> T element(Dist dist, const ElementRandom& rng, std::uint64_t 
       const double u1 = 1.0 - rng.unit(i, 0), u2 = rng.unit(i, 1);
       const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
       if constexpr (is_fp) return static_cast<T>(z);
-      else return static_cast<T>(std::llround(z * 100.0));
+      else return integer(std::llround(z * 100.0));
     }
     case Dist::Ones: return T(1);
     case Dist::Cancel: {
       // Elements 2k and 2k+1 carry +-2^20 with opposite signs: they cancel exactly.
       const double sign = (rng.bits(i / 2, 2) & 1) ? 1.0 : -1.0;
       const double big = (i % 2 == 0 ? sign : -sign) * kCancelMagnitude;
-      return static_cast<T>(big + static_cast<double>(uniform(3)));
+      if constexpr (is_fp) return static_cast<T>(big + static_cast<double>(uniform(3)));
+      else return static_cast<T>(static_cast<std::int64_t>(big) + uniform(3));  // wraps in narrow types
     }
     case Dist::Special:
       if constexpr (is_fp) return special_float<T>(rng, i, n, uniform(0));

@@ -91,10 +91,11 @@ std::uint64_t parse_bytes(std::string_view text) {
 }
 
 DType parse_dtype(std::string_view text) {
-  // The table's names, and the C-style spellings of the four original types.
+  // The table's names, NumPy's names, and the C spellings of the four original types.
   static constexpr std::pair<const char*, DType> aliases[] = {
-      {"int32", DType::I32},   {"int", DType::I32},     {"int64", DType::I64},  {"long", DType::I64},
-      {"float32", DType::F32}, {"float", DType::F32},   {"float64", DType::F64}, {"double", DType::F64}};
+      {"int32", DType::I32},   {"int", DType::I32},   {"int64", DType::I64},   {"long", DType::I64},
+      {"float32", DType::F32}, {"float", DType::F32}, {"float64", DType::F64}, {"double", DType::F64},
+      {"int8", DType::I8},     {"uint8", DType::U8},  {"uint32", DType::U32},  {"uint64", DType::U64}};
   const std::string key = lower(text);
   std::string accepted;
   for (const TypeInfo& t : type_table) {
@@ -111,6 +112,7 @@ std::string Scalar::to_string() const {
   std::to_chars_result r;
   if (type == DType::F32) r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(f));
   else if (type == DType::F64) r = std::to_chars(buf, buf + sizeof buf, f);
+  else if (type == DType::U64) r = std::to_chars(buf, buf + sizeof buf, static_cast<std::uint64_t>(i));
   else r = std::to_chars(buf, buf + sizeof buf, i);
   return std::string(buf, r.ptr);
 }

@@ -68,10 +68,11 @@ template <class T> struct Ref {
 template <class T> Ref<T> host_reduce(const std::vector<T>& v, Op op, Accumulator acc) {
   Ref<T> r;
   if constexpr (std::is_integral_v<T>) {
-    if (xr::result_dtype(op, xr::dtype_of<T>, acc) == DType::I64) {
-      std::int64_t a = xr::identity<std::int64_t>(op);
-      for (T x : v) a = xr::combine<std::int64_t>(op, a, x);
-      r.exact = a;
+    if (xr::result_dtype(op, xr::dtype_of<T>, acc) != xr::dtype_of<T>) {
+      using Wide = xr::wide_sum_t<T>;
+      Wide a = xr::identity<Wide>(op);
+      for (T x : v) a = xr::combine<Wide>(op, a, static_cast<Wide>(x));
+      r.exact = static_cast<std::int64_t>(a);
     } else {
       T a = xr::identity<T>(op);
       for (T x : v) a = xr::combine<T>(op, a, x);
@@ -125,17 +126,12 @@ void check_value(const xr::Result& res, const std::vector<T>& v, Op op, Accumula
   }
 }
 
-template <class F> void for_each_type(F&& f) {
-  f(std::int32_t{});
-  f(std::int64_t{});
-  f(float{});
-  f(double{});
-}
+template <class F> void for_each_type(F&& f) { xr::for_each_dtype(f); }
 
 const std::vector<u64> kSizes{0, 1, 2, 31, 33, 1025, (1u << 20) + 7};
 
 std::vector<Accumulator> accumulators(Op op, DType t) {
-  if (op == Op::Sum && t == DType::I32) return {Accumulator::Wide, Accumulator::Native};
+  if (xr::accumulator_matters(op, t)) return {Accumulator::Wide, Accumulator::Native};
   return {Accumulator::Wide};
 }
 
@@ -597,6 +593,33 @@ TEST_CASE("auto at n = 2^31 + 5 (64-bit indexing)") {
   for (const auto& k : xr::cu::kernels()) {
     if (k.name == "atomic_global" || k.name == "atomic_shared" || k.name == "auto") continue;
     CHECK(run(k.name.c_str(), Op::Sum, Accumulator::Wide).value.i == std::int64_t(n - 1) * v);
+  }
+}
+
+// Sums of bytes far past 2^32 in 64 bits, on every rung: 2^31 + 5 of 255 and of -128.
+TEST_CASE("i8 and u8 sums at n = 2^31 + 5") {
+  const u64 n = (u64(1) << 31) + 5;
+  std::size_t free_b = 0, total_b = 0;
+  CK(cudaMemGetInfo(&free_b, &total_b));
+  if (free_b < n + (u64(256) << 20)) {
+    MESSAGE("skipped: needs " << (n >> 20) << " MiB of device memory, " << (free_b >> 20) << " MiB free");
+    return;
+  }
+  DevBuf<std::uint8_t> d(n);
+  for (const int byte : {0xff, 0x80}) {
+    CK(cudaMemset(d.p, byte, n));
+    for (const auto& k : xr::cu::kernels()) {
+      if (k.name == "atomic_global" || k.name == "atomic_shared") continue;  // serialised: slow
+      xr::RunOptions opt;
+      opt.kernel = k.name;
+      INFO(k.name << " bytes 0x" << std::hex << byte);
+      const xr::Result u = xr::cu::reduce(d.p, n, Op::Sum, nullptr, opt);
+      CHECK(u.value.type == DType::U64);
+      CHECK(u.value.as<std::uint64_t>() == n * std::uint64_t(byte));
+      const xr::Result i = xr::cu::reduce(reinterpret_cast<const std::int8_t*>(d.p), n, Op::Sum, nullptr, opt);
+      CHECK(i.value.type == DType::I64);
+      CHECK(i.value.i == std::int64_t(n) * static_cast<std::int8_t>(byte));
+    }
   }
 }
 

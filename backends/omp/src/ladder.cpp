@@ -98,6 +98,46 @@ template <Op O, class T, class A> RungValue run_clause(const T* x, std::uint64_t
 // Accumulator lanes per thread (policy.hpp: kLaneBytes of them).
 template <class A> constexpr std::uint64_t kLanes = kLaneBytes / sizeof(A);
 
+// The sum of n bytes in 64 bits (A), in 16-bit lanes over blocks of 256 steps (at most 255 * 256
+// each), added into 64 bits after each block; i8 is biased by 128 to u8, the bias taken off at
+// the end. Widening every byte to 64 bits ran at 0.37 of stream_read on a 2-core AMD EPYC
+// (SSE2), this at 0.95-1.1 (u8 and i8 alike, 512 MiB).
+template <class T, class A> A sum_bytes(const T* x, std::uint64_t n) {
+  static_assert(sizeof(T) == 1 && sizeof(A) == 8);
+  constexpr std::uint64_t K = kLaneBytes / 2, kSteps = 256;
+  constexpr std::uint8_t bias = std::is_signed_v<T> ? 0x80 : 0;
+  std::uint64_t total = 0, i = 0;
+  while (i + K <= n) {
+    std::uint16_t lane[K] = {};
+    const std::uint64_t end = i + std::min((n - i) / K, kSteps) * K;
+    for (; i < end; i += K)
+      for (std::uint64_t j = 0; j < K; ++j) lane[j] += static_cast<std::uint8_t>(static_cast<std::uint8_t>(x[i + j]) ^ bias);
+    for (const auto l : lane) total += l;
+  }
+  total -= std::uint64_t{bias} * i;  // wraps to the signed sum's bits
+  for (; i < n; ++i) total += static_cast<std::uint64_t>(static_cast<A>(x[i]));
+  return static_cast<A>(total);
+}
+
+// op over x[0, n) in kLanes<A> independent lanes (a loop the compiler turns into SIMD), then
+// the lanes in order.
+template <Op O, class T, class A> A fold_in_lanes(const T* x, std::uint64_t n) {
+  if constexpr (O == Op::Sum && sizeof(T) == 1 && sizeof(A) == 8) {
+    return sum_bytes<T, A>(x, n);
+  } else {
+    constexpr std::uint64_t K = kLanes<A>;
+    A lane[K];
+    for (auto& a : lane) a = identity<A>(O);
+    std::uint64_t i = 0;
+    for (; i + K <= n; i += K)
+      for (std::uint64_t j = 0; j < K; ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<A>(x[i + j]));
+    for (std::uint64_t j = 0; i < n; ++i, ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<A>(x[i]));
+    A r = identity<A>(O);
+    for (const auto& a : lane) r = OpFn<O>::apply(r, a);
+    return r;
+  }
+}
+
 // rung `vector`: kLanes independent accumulators per thread in a lane loop the compiler turns
 // into SIMD; reaches the streaming-read rate, at the cost of a lane-then-thread combine.
 template <Op O, class T, class A> RungValue run_vector(const T* x, std::uint64_t n, int threads) {
@@ -107,15 +147,7 @@ template <Op O, class T, class A> RungValue run_vector(const T* x, std::uint64_t
   {
     const int t = omp_get_thread_num();
     const Span s = share(n, t, omp_get_num_threads(), K);
-    A lane[K];
-    for (auto& a : lane) a = identity<A>(O);
-    std::uint64_t i = s.lo;
-    for (; i + K <= s.hi; i += K)
-      for (std::uint64_t j = 0; j < K; ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<A>(x[i + j]));
-    for (std::uint64_t j = 0; i < s.hi; ++i, ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<A>(x[i]));
-    A r = identity<A>(O);
-    for (const auto& a : lane) r = OpFn<O>::apply(r, a);
-    partial[static_cast<std::size_t>(t)] = r;
+    partial[static_cast<std::size_t>(t)] = fold_in_lanes<O, T, A>(x + s.lo, s.hi - s.lo);
   }
   A r = identity<A>(O);
   for (const auto& p : partial) r = OpFn<O>::apply(r, p);

@@ -53,7 +53,10 @@ template <class A> using Pack = typename PackOf<A>::type;
 template <class A> constexpr std::uint64_t kPackLanes = 16 / sizeof(A);
 // The integer vector that a comparison of two packs of A gives: the condition of a select.
 template <class A> struct MaskOf {
-  typedef std::conditional_t<sizeof(A) == 4, std::int32_t, std::int64_t> type __attribute__((vector_size(16)));
+  using Lane = std::conditional_t<
+      sizeof(A) == 1, std::int8_t,
+      std::conditional_t<sizeof(A) == 2, std::int16_t, std::conditional_t<sizeof(A) == 4, std::int32_t, std::int64_t>>>;
+  typedef Lane type __attribute__((vector_size(16)));
 };
 
 // OpFn<O>::apply lane by lane on packs; integer sums and products in the unsigned type, as
@@ -73,34 +76,39 @@ template <class A> Pack<A> splat(A v) {
   return p;
 }
 
-// The packs of A that 16 bytes of T at x (any alignment) make: sizeof(A) / sizeof(T) of them,
-// converted as one vector (an i32 pack widens to two i64 packs).
+// The packs of A that one load of T at x (any alignment) makes, converted as one vector: 16
+// bytes of T, sizeof(A) / sizeof(T) packs (an i32 pack widens to two i64 packs, a u8 pack to
+// eight u64 packs), or fewer where a block holds fewer (Packs: how many).
 template <class A, class T> constexpr std::uint64_t kPacksPerLoad = sizeof(A) / sizeof(T);
-template <class A, class T> std::array<Pack<A>, kPacksPerLoad<A, T>> load(const T* x) {
-  typedef T Raw __attribute__((vector_size(16)));
-  typedef A Wide __attribute__((vector_size(16 * kPacksPerLoad<A, T>)));
+template <class A, class T, std::uint64_t Packs = kPacksPerLoad<A, T>> std::array<Pack<A>, Packs> load(const T* x) {
+  constexpr std::uint64_t elements = Packs * kPackLanes<A>;
+  typedef T Raw __attribute__((vector_size(elements * sizeof(T))));
+  typedef A Wide __attribute__((vector_size(elements * sizeof(A))));
   Raw r;
   std::memcpy(&r, x, sizeof r);
-  return std::bit_cast<std::array<Pack<A>, kPacksPerLoad<A, T>>>(__builtin_convertvector(r, Wide));
+  return std::bit_cast<std::array<Pack<A>, Packs>>(__builtin_convertvector(r, Wide));
 }
 
 // Pack x holding elements first, first + 1, ... of a block: those at or past n set to v.
 template <class A> Pack<A> keep_below(Pack<A> x, std::uint64_t first, std::uint64_t n, A v) {
   using Mask = typename MaskOf<A>::type;
   using M = std::remove_reference_t<decltype(Mask{}[0])>;
-  Mask index;
-  for (std::uint64_t e = 0; e < kPackLanes<A>; ++e) index[e] = static_cast<M>(first + e);
-  return index < static_cast<M>(n) ? x : splat<A>(v);
+  // Lanes compared with the count left from `first` (at most the lane count, so that it fits
+  // lanes of one byte).
+  const auto left = static_cast<M>(n > first ? std::min<std::uint64_t>(n - first, kPackLanes<A>) : 0);
+  Mask lane;
+  for (std::uint64_t e = 0; e < kPackLanes<A>; ++e) lane[e] = static_cast<M>(e);
+  return lane < left ? x : splat<A>(v);
 }
 
 // The M packs of elements at x into the M packs of lanes; the elements at or past `count` as the
 // identity.
 template <Op O, class A, std::uint64_t M, class T>
 [[gnu::always_inline]] inline void add_block(Pack<A>* lane, const T* x, std::uint64_t count = M * kPackLanes<A>) {
-  constexpr std::uint64_t P = kPackLanes<A>, G = kPacksPerLoad<A, T>;
+  constexpr std::uint64_t P = kPackLanes<A>, G = std::min(M, kPacksPerLoad<A, T>);
   static_assert(M % G == 0);
   for (std::uint64_t m = 0; m < M; m += G) {
-    const auto v = load<A>(x + m * P);
+    const auto v = load<A, T, G>(x + m * P);
     for (std::uint64_t k = 0; k < G; ++k)
       lane[m + k] = apply<O, A>(lane[m + k], keep_below<A>(v[k], (m + k) * P, count, start_of<O, A>()));
   }
@@ -115,13 +123,13 @@ template <Op O, class A, std::uint64_t M, class T>
 // one, which equals starting from the identity (-0 + x, 1 * x, min(+inf, x) are x).
 template <Op O, class T, class A, std::uint64_t W>
 [[gnu::always_inline]] inline Pack<A> fold_pack(const T* x, std::uint64_t n, bool block_readable) {
-  constexpr std::uint64_t P = kPackLanes<A>, M = W / P, G = kPacksPerLoad<A, T>;
+  constexpr std::uint64_t P = kPackLanes<A>, M = W / P, G = std::min(M, kPacksPerLoad<A, T>);
   constexpr A id = start_of<O, A>();
   Pack<A> lane[M];
   std::uint64_t i = 0;
   if (n >= W) {
     for (std::uint64_t m = 0; m < M; m += G) {
-      const auto v = load<A>(x + m * P);
+      const auto v = load<A, T, G>(x + m * P);
       for (std::uint64_t k = 0; k < G; ++k) lane[m + k] = v[k];
     }
     for (i = W; i + W <= n; i += W) add_block<O, A, M>(lane, x + i);

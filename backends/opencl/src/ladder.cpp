@@ -189,7 +189,7 @@ std::vector<std::string> all_program_options(const DeviceCaps& caps) {
     for (Op op : r.info.ops)
       for (DType t : r.info.types)
         for (Accumulator a : {Accumulator::Wide, Accumulator::Native}) {
-          if (a == Accumulator::Native && !(op == Op::Sum && t == DType::I32)) continue;
+          if (a == Accumulator::Native && !accumulator_matters(op, t)) continue;
           const DType acc = result_dtype(op, t, a);
           const Finish f = atomic_finish(caps, op, acc);
           add(rung_program_options(r, caps, t, acc, op, f));

@@ -23,12 +23,17 @@ namespace xr {
 
 // The element types, one row each: enumerator, C++ type, name, .npy descr (little-endian),
 // OpenCL C type. Everything else about a type (size, float or integer, limits, the accumulator
-// of its sum) follows from its C++ type: see accumulator_t below.
-#define XR_ELEMENT_TYPES(X)                 \
-  X(I32, std::int32_t, "i32", "<i4", "int") \
-  X(I64, std::int64_t, "i64", "<i8", "long") \
-  X(F32, float, "f32", "<f4", "float")      \
-  X(F64, double, "f64", "<f8", "double")
+// of its sum) follows from its C++ type: see accumulator_t below. New rows go last: the
+// enumerators' values are part of the ABI.
+#define XR_ELEMENT_TYPES(X)                   \
+  X(I32, std::int32_t, "i32", "<i4", "int")   \
+  X(I64, std::int64_t, "i64", "<i8", "long")  \
+  X(F32, float, "f32", "<f4", "float")        \
+  X(F64, double, "f64", "<f8", "double")      \
+  X(I8, std::int8_t, "i8", "|i1", "char")     \
+  X(U8, std::uint8_t, "u8", "|u1", "uchar")   \
+  X(U32, std::uint32_t, "u32", "<u4", "uint") \
+  X(U64, std::uint64_t, "u64", "<u8", "ulong")
 
 #define XR_ENUMERATOR(e, ...) e,
 enum class Op : std::uint8_t { XR_OPS(XR_ENUMERATOR) };
@@ -65,16 +70,18 @@ constexpr const TypeInfo& type_info(DType t) {
   return type_table[row];
 }
 
-// Which accumulator an i32 sum uses. Wide (the default) accumulates in i64, so the sum of
-// up to 2^32 i32 values is exact; Native keeps the i32 accumulator of the reference kernels
-// and wraps modulo 2^32. Other (op, type) pairs ignore it.
+// Which accumulator a sum of integers narrower than 64 bits uses. Wide (the default)
+// accumulates in 64 bits, signed or unsigned as the input, so the sum of up to 2^32 i32
+// values is exact; Native keeps the input type (the i32 accumulator of the reference kernels)
+// and wraps modulo 2^bits. Other (op, type) pairs ignore it.
 enum class Accumulator : std::uint8_t { Wide, Native };
 
 XR_API std::string_view to_string(Op op);
 XR_API std::string_view to_string(DType type);
 XR_API std::string_view to_string(Accumulator acc);
 // Case-insensitive; accepts "sum|add|+", "prod|product|mul|*", "min", "max" and
-// "i32|int32|int", "i64|int64|long", "f32|float32|float", "f64|float64|double".
+// "i32|int32|int", "i64|int64|long", "f32|float32|float", "f64|float64|double", "i8|int8",
+// "u8|uint8", "u32|uint32", "u64|uint64".
 // Throws InvalidArgument naming the accepted spellings.
 XR_API Op parse_op(std::string_view text);
 XR_API DType parse_dtype(std::string_view text);
@@ -132,7 +139,13 @@ constexpr DType result_dtype(Op op, DType in, Accumulator acc = Accumulator::Wid
   });
 }
 
-// A value of any DType. Integers live in `i`, floats in `f` (an f32 widens to f64 exactly).
+// Whether the accumulator changes what (op, type) computes: sums of integers narrower than 64 bits.
+constexpr bool accumulator_matters(Op op, DType in) {
+  return result_dtype(op, in, Accumulator::Wide) != result_dtype(op, in, Accumulator::Native);
+}
+
+// A value of any DType. Integers live in `i` (a u64 as its bits: read it with as<std::uint64_t>()),
+// floats in `f` (an f32 widens to f64 exactly).
 struct XR_API Scalar {
   DType type = DType::I64;
   std::int64_t i = 0;
@@ -146,10 +159,13 @@ struct XR_API Scalar {
     return s;
   }
   template <class T> T as() const {
-    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(is_float(type) ? f : static_cast<double>(i));
+    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(to_double());
     else return static_cast<T>(is_float(type) ? static_cast<std::int64_t>(f) : i);
   }
-  double to_double() const { return is_float(type) ? f : static_cast<double>(i); }
+  double to_double() const {
+    if (is_float(type)) return f;
+    return type == DType::U64 ? static_cast<double>(static_cast<std::uint64_t>(i)) : static_cast<double>(i);
+  }
   // Shortest text that reads back to the same value (integers exactly, floats round-trip).
   std::string to_string() const;
   // Same type and same bits (NaNs of any payload count as equal; -0 and +0 differ).
