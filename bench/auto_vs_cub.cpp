@@ -181,9 +181,11 @@ int main(int argc, char** argv) {
     for (const auto& c : extra) std::printf(" %7s", c.label.c_str());
     std::printf("\n");
     nlohmann::json rows = nlohmann::json::array();
-    for (const auto& t : {std::string("i32"), std::string("f32"), std::string("f64"), std::string("i64")}) {
-      if (types.find(t) == std::string::npos) continue;
-      xr::visit_dtype(xr::parse_dtype(t), [&](auto zero) { sweep<decltype(zero)>(op, lo, hi, device, extra, rows); });
+    for (std::size_t at = 0; at <= types.size();) {
+      const std::size_t comma = std::min(types.find(',', at), types.size());
+      const xr::DType t = xr::parse_dtype(types.substr(at, comma - at));
+      xr::visit_dtype(t, [&](auto zero) { sweep<decltype(zero)>(op, lo, hi, device, extra, rows); });
+      at = comma + 1;
     }
     if (!json_path.empty()) {
       const nlohmann::json out = {{"kind", "sweep"}, {"device", device.name}, {"sms", prop.multiProcessorCount},

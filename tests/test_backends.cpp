@@ -159,7 +159,9 @@ TEST_CASE("sums of narrow integers: the wide accumulator is exact past the type'
           CAPTURE(to_string(t));
           CAPTURE(n);
           check_all_kernels(*r, x, Op::Sum, Accumulator::Wide);
-          check_all_kernels(*r, x, Op::Sum, Accumulator::Native);
+          // The native sum of bytes is a compare-and-swap loop per element on the atomic rungs:
+          // slow at 2^24, and wrapped many times over at 4099 already.
+          if (n < 5000) check_all_kernels(*r, x, Op::Sum, Accumulator::Native);
         }
       }
     });
