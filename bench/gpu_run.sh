@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build, tests and benchmarks on a machine with an NVIDIA GPU; full logs under $OUT (at most 8
 # files), a short summary last.
-# Stages (default all but check): build test ladder sweep layouts opencl exact host mpi segments;
+# Stages (default all but check): build test ladder sweep types layouts opencl exact host mpi segments;
 # check runs reduce_cli check --full (about 10 minutes)
 # Kernel comparisons (opencl, exact) use --host-path resident: the input is copied once and the
 # kernels are timed; the host stage measures the streamed host path end to end.
@@ -12,7 +12,7 @@ OUT=${OUT:-/tmp/xr_out}
 mkdir -p "$OUT"
 B=${XR_BUILD_DIR:-build-gpu}
 # XR_CTEST_JOBS runs that many test suites at once (default 1: suites timed alone).
-stages=${*:-build test ladder sweep layouts opencl exact host mpi segments}
+stages=${*:-build test ladder sweep types layouts opencl exact host mpi segments}
 summary="$OUT/summary.txt"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -91,6 +91,20 @@ fi
 if has sweep; then
   "$B/bench/xr_bench_auto_vs_cub" --types i32,f32,f64 --lo 10 --hi 30 >"$OUT/sweep.txt" 2>&1
   cat "$OUT/sweep.txt" >>"$summary"
+fi
+
+if has types; then
+  # The narrow and unsigned integer types: auto against CUB on the GPU (u8 sums up to 2^32
+  # elements), then OpenMP against stream_read on the host CPU over 512 MiB of each type.
+  {
+    "$B/bench/xr_bench_auto_vs_cub" --types u8 --lo 28 --hi 32
+    "$B/bench/xr_bench_auto_vs_cub" --types i8,u32,u64,i32 --lo 28 --hi 28 | tail -4
+    "$B/bench/xr_bench_auto_vs_cub" --types u8,i8 --op max --lo 28 --hi 28 | tail -2
+    for type_n in u8:2^29 i8:2^29 u32:2^27 u64:2^26 i32:2^27; do
+      "$cli" -b omp --type "${type_n%:*}" --n "${type_n#*:}" --kernel all --repeat 10 --warmup 2
+    done
+  } >"$OUT/types.txt" 2>&1
+  grep -vE "^(clause|vector) " "$OUT/types.txt" >>"$summary"
 fi
 
 if has layouts; then

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +66,15 @@ void check_all_kernels(Reducer& r, const HostBuffer& input, Op op, Accumulator a
 
 }  // namespace
 
+// Sizes of a million elements and more take each type with one op, the op turning with the type
+// and the size: every type and every op meets every large size, and every (op, type) pair every
+// smaller one, at a quarter of the time of every pair at every size.
+bool large_pair(std::uint64_t n, Op op, DType t) {
+  if (n < (std::uint64_t(1) << 20)) return true;
+  const std::size_t turn = static_cast<std::size_t>(std::bit_width(n));
+  return (static_cast<std::size_t>(t) + turn) % kOpCount == static_cast<std::size_t>(op);
+}
+
 TEST_CASE("every kernel x op x type x size agrees with the host reference") {
   auto r = reducer();
   for (DType t : all_dtypes) {
@@ -72,6 +82,7 @@ TEST_CASE("every kernel x op x type x size agrees with the host reference") {
       std::map<Dist, HostBuffer> inputs;
       for (Op op : all_ops) {
         if (n == 0 && (op == Op::Min || op == Op::Max)) continue;
+        if (!large_pair(n, op, t)) continue;
         const Dist d = dist_for(op);
         if (!inputs.count(d)) inputs.emplace(d, generate(t, n, d, n * 31 + static_cast<int>(t)));
         check_all_kernels(*r, inputs.at(d), op);

@@ -107,6 +107,34 @@ TEST_CASE("a file input is reduced and checked") {
   CHECK(nlohmann::json::parse(r.out).at(0).at("value").get<std::string>() == "6.5");
 }
 
+TEST_CASE("every integer type reads from raw and .npy files, and its value prints exactly") {
+  std::string u8_npy;
+  for (xr::DType t : {xr::DType::I8, xr::DType::U8, xr::DType::U32, xr::DType::U64}) {
+    const std::string name(xr::to_string(t));
+    CAPTURE(name);
+    xr::HostBuffer x = xr::generate(t, 1001, xr::Dist::Special, 3);
+    if (t == xr::DType::U64) x.as<std::uint64_t>()[7] = ~std::uint64_t{0};  // the max prints as 2^64 - 1
+    const std::string raw = scratch(name + ".bin", ""), npy = scratch(name + ".npy", "");
+    xr::save_raw(raw, x.view());
+    xr::save_npy(npy, x.view());
+    if (t == xr::DType::U8) u8_npy = npy;
+    for (xr::Op op : {xr::Op::Sum, xr::Op::Max}) {
+      const std::string want = xr::reference_reduce(x.view(), op).value.to_string();
+      for (const std::string& args : {"--input " + raw + " --type " + name, "--input " + npy}) {
+        const Run r = cli("--backend omp --json --op " + std::string(xr::to_string(op)) + " " + args);
+        REQUIRE_MESSAGE(r.code == 0, r.out);
+        const auto j = nlohmann::json::parse(r.out).at(0);
+        CHECK(j.at("type").get<std::string>() == name);
+        CHECK(j.at("value").get<std::string>() == want);
+        CHECK(j.at("agrees").get<bool>());
+      }
+    }
+  }
+  const Run wrong = cli("--backend omp --input " + u8_npy + " --type i8");
+  CHECK(wrong.code == 2);
+  CHECK(wrong.out.find("disagrees with the file's dtype") != std::string::npos);
+}
+
 TEST_CASE("a backend asked for by name but unavailable exits 3") {
   for (const auto& s : xr::backend_statuses()) {
     if (s.usable) continue;

@@ -14,8 +14,9 @@
 // | max  | -inf (floats), the type's lowest     |
 //
 // A non-empty segment's value is the whole-array reduction of its elements (xreduce/semantics.hpp):
-// the same NaN rules, the same wrap, i32 sums in i64 by default, and in exact mode (RunOptions::exact)
-// every f32/f64 sum is the correctly rounded exact sum of its segment, the same bits on every backend.
+// the same NaN rules, the same wrap, sums of narrow integers in 64 bits by default, and in exact
+// mode (RunOptions::exact) every f32/f64 sum is the correctly rounded exact sum of its segment,
+// the same bits on every backend.
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,8 @@
 // | op   | identity              | empty input  | notes                                     |
 // |------|-----------------------|--------------|-------------------------------------------|
 // | sum  | -0.0 (floats), 0      | +0 / 0       | integers wrap (two's complement); a sum   |
-// |      |                       |              | whose terms are all -0 is -0              |
+// |      |                       |              | whose terms are all -0 is -0; i8, u8,     |
+// |      |                       |              | i32, u32 accumulate in i64 / u64 (Wide)   |
 // | prod | 1                     | 1            | integers wrap (two's complement)          |
 // | min  | +inf / type max       | EmptyInput   | any NaN in the input makes the result NaN |
 // | max  | -inf / type lowest    | EmptyInput   | any NaN in the input makes the result NaN |
