@@ -1,6 +1,7 @@
 // Rungs 11-13 (Bederian and Wolovick, "Curso de CUDA, parte 3"): the result is combined
-// atomically into *out, which holds the identity beforehand. Native atomics for sums (every
-// type) and integer min/max; a CAS loop for products and float min/max (see atomic_combine).
+// atomically into *out, which holds the identity beforehand. Native atomics for sums and
+// integer min/max of 4 and 8 bytes; a CAS loop for products, float min/max and 1-byte
+// accumulators (see atomic_combine).
 // Float sums become order-dependent.
 #pragma once
 

@@ -1,6 +1,7 @@
 // Rungs 11-13: the result is combined atomically. One launch writes the identity into the
-// output, one launch reduces (2 launches). Native atomics: add (all types; f32/f64 order-
-// dependent), min/max on integers; products and float min/max use a compare-and-swap loop.
+// output, one launch reduces (2 launches). Native atomics: add (4- and 8-byte types; f32/f64
+// order-dependent), min/max on 4- and 8-byte integers; products, float min/max and 1-byte
+// accumulators (native sums of i8 and u8) use a compare-and-swap loop.
 #include "kernels_cu/atomic.cuh"
 #include "drivers.cuh"
 
