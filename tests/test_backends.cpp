@@ -232,7 +232,8 @@ TEST_CASE("extreme integers: min and max find the type limits, at either end or 
   for (DType t : all_dtypes) {
     if (is_float(t)) continue;
     for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(2), std::uint64_t(3001)}) {
-      for (const auto& [low_at, high_at] : {std::pair{n / 3, n - 1}, std::pair{n - 1, std::uint64_t(0)}}) {
+      for (const auto& ends : {std::pair{n / 3, n - 1}, std::pair{n - 1, std::uint64_t(0)}}) {
+        const std::uint64_t low_at = ends.first, high_at = ends.second;  // captured below: no bindings
         HostBuffer x(t, n);
         visit_dtype(t, [&](auto zero) {
           using T = decltype(zero);
