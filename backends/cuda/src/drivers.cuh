@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -14,33 +15,42 @@
 
 namespace xr::cuda::detail {
 
-// entry.fn[op][type][accumulator] = &Rung::run<T, accumulator_t<O, T, A>, O> for every op and
-// element type of core's tables.
-template <class Rung> void fill_runs(RungEntry& e) {
+template <class List> constexpr bool lists(const List& types, DType t) {
+  for (DType u : types)
+    if (u == t) return true;
+  return false;
+}
+
+// entry.fn[op][type][accumulator] = &Rung::run<T, accumulator_t<O, T, A>, O> for every op of
+// core's table and every element type in Types (all_dtypes, or classic_dtypes for the
+// shared-memory trees and the nested launches).
+template <class Rung, const auto& Types> void fill_runs(RungEntry& e) {
   for_each_op([&](auto op_fn) {
     constexpr Op O = decltype(op_fn)::op;
     for_each_dtype([&](auto t) {
       using T = decltype(t);
-      auto& slot = e.fn[static_cast<std::size_t>(O)][static_cast<std::size_t>(dtype_of<T>)];
-      slot[static_cast<std::size_t>(Accumulator::Wide)] =
-          &Rung::template run<T, accumulator_t<O, T, Accumulator::Wide>, O>;
-      slot[static_cast<std::size_t>(Accumulator::Native)] =
-          &Rung::template run<T, accumulator_t<O, T, Accumulator::Native>, O>;
+      if constexpr (lists(Types, dtype_of<T>)) {
+        auto& slot = e.fn[static_cast<std::size_t>(O)][static_cast<std::size_t>(dtype_of<T>)];
+        slot[static_cast<std::size_t>(Accumulator::Wide)] =
+            &Rung::template run<T, accumulator_t<O, T, Accumulator::Wide>, O>;
+        slot[static_cast<std::size_t>(Accumulator::Native)] =
+            &Rung::template run<T, accumulator_t<O, T, Accumulator::Native>, O>;
+      }
     });
   });
 }
 
-template <class Rung>
+template <class Rung, const auto& Types = all_dtypes>
 RungEntry make_entry(std::string note, KernelKind kind, unsigned default_block, BlockRule blocks) {
   RungEntry e;
   e.info.name = Rung::name;
   e.info.note = std::move(note);
   e.info.kind = kind;
   e.info.ops.assign(all_ops.begin(), all_ops.end());
-  e.info.types.assign(all_dtypes.begin(), all_dtypes.end());
+  e.info.types.assign(Types.begin(), Types.end());
   e.info.blocks = std::move(blocks);
   e.info.blocks.preferred = default_block;
-  fill_runs<Rung>(e);
+  fill_runs<Rung, Types>(e);
   return e;
 }
 

@@ -145,10 +145,10 @@ struct NestedPerBlock {
 
 std::vector<RungEntry> nested_rungs() {
   std::vector<RungEntry> rungs;
-  rungs.push_back(make_entry<Nested>(
+  rungs.push_back(make_entry<Nested, classic_dtypes>(
       "CDP2: each level tail-launches the next from the device (no host loop, no device sync); device launch cost",
       KernelKind::Rung, 256, BlockRule{32, 1024, 32, {}}));
-  rungs.push_back(make_entry<NestedPerBlock>(
+  rungs.push_back(make_entry<NestedPerBlock, classic_dtypes>(
       "CDP2 per block: each block launches its own chain of halving child grids, so no level waits for the "
       "whole grid; grid x log2(block) device launches, each level a round trip through global memory",
       KernelKind::Rung, 256, BlockRule{kPerBlockMinBlock, kPerBlockMaxBlock, kPerBlockBlockStep, {}}));

@@ -55,22 +55,22 @@ std::vector<RungEntry> tree_rungs() {
   const BlockRule warps{32, 1024, 32, {}};
   const BlockRule templated{0, 0, 0, {128, 256, 512}};
   return {
-      make_entry<InterleavedDivergent>(
+      make_entry<InterleavedDivergent, classic_dtypes>(
           "tree with tid % (2*stride): divergent warps, slow modulo, half the threads idle; one launch per pass",
           KernelKind::Rung, 256, any),
-      make_entry<InterleavedStrided>(
+      make_entry<InterleavedStrided, classic_dtypes>(
           "index = 2*stride*tid: active threads contiguous, no divergence; costs shared-memory bank conflicts",
           KernelKind::Rung, 256, any),
-      make_entry<Sequential>(
+      make_entry<Sequential, classic_dtypes>(
           "stride halves from blockDim/2: conflict-free; half the threads still idle after loading",
           KernelKind::Rung, 256, any),
-      make_entry<FirstAdd>(
+      make_entry<FirstAdd, classic_dtypes>(
           "two elements per thread combined while loading: half the blocks; still __syncthreads per level",
           KernelKind::Rung, 256, any),
-      make_entry<UnrollLastWarp>(
+      make_entry<UnrollLastWarp, classic_dtypes>(
           "last warp finishes with __syncwarp only (race-free on Volta+, not volatile-only); loop bounds still at run time",
           KernelKind::Rung, 256, warps),
-      make_entry<UnrollComplete>(
+      make_entry<UnrollComplete, classic_dtypes>(
           "block size as template parameter (128/256/512), every level unrolled; still 2 elements per thread, many blocks",
           KernelKind::Rung, 256, templated),
   };

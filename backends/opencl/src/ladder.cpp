@@ -28,9 +28,11 @@ std::string auto_rung_name(const DeviceCaps& caps) {
 
 namespace {
 std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
-  std::vector<DType> types;
+  std::vector<DType> types, classic_types;
   for (DType t : all_dtypes)
     if (caps.fp64 || t != DType::F64) types.push_back(t);
+  for (DType t : classic_dtypes)
+    if (caps.fp64 || t != DType::F64) classic_types.push_back(t);
   const std::vector<Op> ops(all_ops.begin(), all_ops.end());
   const std::string no64 = caps.fp64 ? "" : " [no f64: device lacks cl_khr_fp64]";
   const unsigned cascade_k = caps.is_gpu() ? policy::kCascadeKGpu : policy::kCascadeKCpu;
@@ -43,6 +45,12 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
     r.tree = tree;
     r.k = k;
     r.fixed_grid = fixed;
+    return r;
+  };
+  // The local-memory trees with a fixed factor (naive to coarse8): the classic types alone.
+  auto classic_rung = [&](std::string name, std::string note, Tree tree, unsigned k) {
+    Rung r = rung(std::move(name), std::move(note), tree, k, false);
+    r.info.types = classic_types;
     return r;
   };
   Rung runs = rung("vector_runs",
@@ -63,27 +71,27 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
   vector.contiguous_on_cpu = false;
   vector.packed = true;
   std::vector<Rung> table = {
-      rung("naive",
+      classic_rung("naive",
            "interleaved tree (lid % 2s) in local memory, one element per work-item (the OpenCL "
            "chapter 'GPU parallel reduction: analysis and optimisation'); "
            "divergent work-items, slow modulo, one work-group per 256 elements",
-           Tree::Interleaved, 1, false),
-      rung("divergence_free",
+           Tree::Interleaved, 1),
+      classic_rung("divergence_free",
            "sequential addressing: active work-items stay contiguous, no modulo; "
            "still one element per work-item and half of them idle from the first step",
-           Tree::Sequential, 1, false),
-      rung("coarse2",
+           Tree::Sequential, 1),
+      classic_rung("coarse2",
            "each work-item first combines 2 coalesced elements: half the work-groups and tree steps per element; "
            "still one work-group (and one partial) per 512 elements",
-           Tree::Sequential, 2, false),
-      rung("coarse4",
+           Tree::Sequential, 2),
+      classic_rung("coarse4",
            "4 elements per work-item: a quarter of the work-groups, more loads in flight; "
            "the grid still grows with n",
-           Tree::Sequential, 4, false),
-      rung("coarse8",
+           Tree::Sequential, 4),
+      classic_rung("coarse8",
            "8 elements per work-item: the tree's cost spread over 8x more data; "
            "more registers, a ragged last tile on small n",
-           Tree::Sequential, 8, false),
+           Tree::Sequential, 8),
       rung("coarse",
            "run-time factor (RunOptions::coarsening, default " + std::to_string(policy::kRuntimeCoarsening) +
                "): tunable without a rebuild; "

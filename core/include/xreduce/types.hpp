@@ -46,6 +46,11 @@ inline constexpr std::array all_ops{XR_OPS(XR_QUALIFIED)};
 #define XR_QUALIFIED(e, ...) DType::e,
 inline constexpr std::array all_dtypes{XR_ELEMENT_TYPES(XR_QUALIFIED)};
 #undef XR_QUALIFIED
+// The element types of the classic rungs (the shared-memory trees of the CUDA and OpenCL
+// ladders, CUDA's nested launches): the four those ladders were measured on. What they teach
+// does not change with the type, and each type costs each of them a kernel per op to build; the
+// modern rungs, auto and the baselines take every type.
+inline constexpr std::array classic_dtypes{DType::I32, DType::I64, DType::F32, DType::F64};
 inline constexpr std::size_t kOpCount = all_ops.size();
 inline constexpr std::size_t kDTypeCount = all_dtypes.size();
 
