@@ -210,6 +210,16 @@ class App {
         print_kernels(*reducer);
         continue;
       }
+      // Every backend by default: one whose kernel lacks this (op, type) is skipped, with the reason.
+      if (args_.backend == "all" && args_.kernel != "all") {
+        const KernelInfo k = reducer->kernel(args_.kernel);
+        if (!k.supports(op_, type_)) {
+          if (!args_.json)
+            notes_.push_back(name + ": skipped, kernel '" + k.name + "' does not support " + std::string(to_string(op_)) +
+                             " on " + std::string(to_string(type_)));
+          continue;
+        }
+      }
       const auto rows = args_.kernel == "all" ? ladder(*reducer) : one_kernel(*reducer);
       for (const auto& row : rows) {
         if (row.kind != KernelKind::Probe && !row.agreement.ok) status = kDisagree;

@@ -135,6 +135,39 @@ TEST_CASE("every integer type reads from raw and .npy files, and its value print
   CHECK(wrong.out.find("disagrees with the file's dtype") != std::string::npos);
 }
 
+TEST_CASE("f16 reads from raw and .npy files, bf16 from raw files; exact sums; bad combinations") {
+  for (xr::DType t : {xr::DType::F16, xr::DType::BF16}) {
+    const std::string name(xr::to_string(t));
+    CAPTURE(name);
+    const xr::HostBuffer x = xr::generate(t, 1001, xr::Dist::Normal, 3);
+    const std::string raw = scratch(name + ".bin", "");
+    xr::save_raw(raw, x.view());
+    std::vector<std::string> inputs{"--input " + raw + " --type " + name};
+    if (t == xr::DType::F16) {
+      const std::string npy = scratch(name + ".npy", "");
+      xr::save_npy(npy, x.view());
+      inputs.push_back("--input " + npy);
+    } else {
+      CHECK_THROWS_WITH_AS(xr::save_npy(scratch(name + ".npy", ""), x.view()), doctest::Contains("has no .npy dtype"),
+                           xr::InvalidArgument);
+    }
+    for (xr::Op op : {xr::Op::Sum, xr::Op::Max})
+      for (const std::string& args : inputs) {
+        const std::string want = xr::reference_reduce(x.view(), op).value.to_string();
+        const Run r = cli("--backend omp --json --exact --op " + std::string(xr::to_string(op)) + " " + args);
+        REQUIRE_MESSAGE(r.code == 0, r.out);
+        const auto j = nlohmann::json::parse(r.out).at(0);
+        CHECK(j.at("type").get<std::string>() == name);
+        CHECK(j.at("value").get<std::string>() == want);  // sums: f32 and exact, so the very bits
+        CHECK(j.at("agrees").get<bool>());
+      }
+    const Run native = cli("--backend omp --type " + name + " --accumulator native --n 100");
+    CHECK(native.code == 2);
+    CHECK(one_error_line(native.out));
+    CHECK(native.out.find("does not apply to " + name) != std::string::npos);
+  }
+}
+
 TEST_CASE("a backend asked for by name but unavailable exits 3") {
   for (const auto& s : xr::backend_statuses()) {
     if (s.usable) continue;

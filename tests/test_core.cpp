@@ -139,7 +139,7 @@ TEST_CASE("special data: each seed's family of special values, one result in any
         for (Op op : all_ops) {
           CAPTURE(op);
           const auto kind = [&](T r) -> double {
-            if constexpr (std::is_floating_point_v<T>)
+            if constexpr (is_float_v<T>)
               if (op == Op::Sum) return std::isnan(r) ? 2.0 : std::isinf(r) ? static_cast<double>(r) : 0.0;
             return static_cast<double>(r);
           };
@@ -282,4 +282,49 @@ TEST_CASE("a plain float sum that overflows where the exact sum is finite is an 
   const Agreement same = check_result(r, inf_ref);
   CHECK(same.ok);
   CHECK_FALSE(same.overflow);
+}
+
+TEST_CASE("f16 and bf16: exact widening, rounding to nearest even, limits and text") {
+  // Every f16 widens to float and rounds back to itself (NaNs stay NaN).
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const f16 h = f16::from_bits(static_cast<std::uint16_t>(b));
+    const float v = static_cast<float>(h);
+    if (std::isnan(v)) CHECK(std::isnan(static_cast<float>(f16(v))));
+    else CHECK(f16(v).bits == h.bits);
+    const bf16 g = bf16::from_bits(static_cast<std::uint16_t>(b));
+    if (!std::isnan(static_cast<float>(g))) CHECK(bf16(static_cast<float>(g)).bits == g.bits);
+  }
+  // Ties go to even; past the largest finite value lies infinity; below half the smallest
+  // subnormal lies zero.
+  CHECK(f16(1.0f + 0x1p-11f).bits == f16(1.0f).bits);             // tie: 1.0 is even
+  CHECK(f16(1.0f + 3 * 0x1p-11f).bits == f16(1.0f + 0x1p-9f).bits);  // tie: up to the even neighbour
+  CHECK(f16(65504.0f).bits == 0x7bff);
+  CHECK(f16(65520.0f).bits == 0x7c00);
+  CHECK(f16(0x1p-24f).bits == 0x0001);
+  CHECK(f16(0x1p-25f).bits == 0x0000);
+  CHECK(f16(-0.0f).bits == 0x8000);
+  CHECK(bf16(1.0f + 0x1p-8f).bits == bf16(1.0f).bits);
+  CHECK(bf16(std::numeric_limits<float>::max()).bits == 0x7f80);  // rounds up to infinity
+  CHECK(static_cast<float>(std::numeric_limits<f16>::max()) == 65504.0f);
+  CHECK(static_cast<float>(std::numeric_limits<f16>::denorm_min()) == 0x1p-24f);
+  CHECK(static_cast<float>(std::numeric_limits<bf16>::lowest()) == -0x1.fep127f);
+  // Accumulators: sums and products in f32, min and max in the type itself.
+  CHECK(result_dtype(Op::Sum, DType::F16) == DType::F32);
+  CHECK(result_dtype(Op::Prod, DType::BF16) == DType::F32);
+  CHECK(result_dtype(Op::Max, DType::F16) == DType::F16);
+  CHECK(parse_dtype("half") == DType::F16);
+  CHECK(parse_dtype("bfloat16") == DType::BF16);
+  // Text: the shortest decimal that reads back to the same value.
+  CHECK(Scalar::of(f16(0.1f)).to_string() == "0.1");
+  CHECK(Scalar::of(bf16(3.0f)).to_string() == "3");
+  CHECK(Scalar::of(f16::from_bits(0x0001)).to_string() == "6e-08");
+  CHECK(Scalar::of(-std::numeric_limits<f16>::infinity()).to_string() == "-inf");
+}
+
+TEST_CASE("f16 and bf16: the native accumulator is refused with one clear error") {
+  auto r = make_reducer("omp");
+  const HostBuffer x = generate(DType::F16, 10, Dist::Uniform, 1);
+  RunOptions native;
+  native.accumulator = Accumulator::Native;
+  CHECK_THROWS_WITH_AS(r->reduce(x.view(), Op::Sum, native), doctest::Contains("accumulate in f32"), InvalidArgument);
 }

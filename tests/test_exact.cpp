@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "xreduce/exact.hpp"
+#include "xreduce/xreduce.hpp"
 
 namespace {
 
@@ -533,4 +534,32 @@ TEST_CASE("exact: headroom past the normalisation interval" * doctest::skip()) {
   check_same(s.to_double(), mpfr_get_d(v, MPFR_RNDN));
   check_same(s.to_float(), mpfr_get_flt(v, MPFR_RNDN));
   mpfr_clear(v);
+}
+
+// f16 and bf16 sums in exact mode: the exact sum of the 16-bit values, rounded once to their
+// result type f32, the same bits as MPFR; through the OpenMP backend and the host reference.
+TEST_CASE("exact: f16 and bf16 sums against MPFR") {
+  auto omp = xr::make_reducer("omp");
+  xr::RunOptions exact;
+  exact.exact = true;
+  std::uint64_t seed = 7;
+  for (xr::DType t : {xr::DType::F16, xr::DType::BF16})
+    for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(2), std::uint64_t(1025), (std::uint64_t{1} << 20) + 3})
+      for (xr::Dist d : {xr::Dist::Uniform, xr::Dist::Cancel, xr::Dist::Wide, xr::Dist::Special}) {
+        CAPTURE(n);
+        CAPTURE(xr::to_string(t));
+        CAPTURE(xr::to_string(d));
+        const xr::HostBuffer x = xr::generate(t, n, d, ++seed);
+        Oracle oracle;
+        xr::visit_dtype(t, [&](auto zero) {
+          using T = decltype(zero);
+          if constexpr (xr::is_half_v<T>)
+            for (std::uint64_t i = 0; i < n; ++i) oracle.add(static_cast<float>(x.as<T>()[i]));
+        });
+        const xr::Result r = omp->reduce(x.view(), xr::Op::Sum, exact);
+        const xr::Reference ref = xr::reference_reduce(x.view(), xr::Op::Sum);
+        REQUIRE(r.value.type == xr::DType::F32);
+        CHECK(ref.value.same_bits(r.value));
+        check_same(static_cast<float>(r.value.f), oracle.to_float());
+      }
 }

@@ -32,18 +32,22 @@ void write_bytes(const fs::path& p, const std::string& bytes) {
 }
 }  // namespace
 
-TEST_CASE("npy and raw round-trip every type") {
+TEST_CASE("npy and raw round-trip every type (bf16, which has no .npy dtype, raw alone)") {
   for (DType t : all_dtypes) {
     const auto x = generate(t, 1001, Dist::Normal, 9);
     const auto npy = scratch("rt.npy"), raw = scratch("rt.bin");
-    save_npy(npy.string(), x.view());
     save_raw(raw.string(), x.view());
-    const auto a = load_file(npy.string());
     const auto b = load_file(raw.string(), t);
+    CHECK(std::memcmp(b.data(), x.data(), x.bytes()) == 0);
+    if (type_info(t).npy.empty()) {
+      CHECK_THROWS_AS(save_npy(npy.string(), x.view()), InvalidArgument);
+      continue;
+    }
+    save_npy(npy.string(), x.view());
+    const auto a = load_file(npy.string());
     CHECK(a.type() == t);
     CHECK(a.size() == 1001);
     CHECK(std::memcmp(a.data(), x.data(), x.bytes()) == 0);
-    CHECK(std::memcmp(b.data(), x.data(), x.bytes()) == 0);
   }
 }
 

@@ -60,40 +60,52 @@ struct ElementRandom {
 enum class Special : std::uint8_t { Nan, Infinity, Largest, Tiny, NegativeZero };
 constexpr std::uint64_t kSpecialFamilies = 5;
 
+// A double in the float type T (f16 and bf16 through float).
+template <class T> T from_double(double v) {
+  if constexpr (is_half_v<T>) return T(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+
+// Computed in C (float for f16 and bf16, T itself otherwise), from T's own limits.
 template <class T> T special_float(const ElementRandom& rng, std::uint64_t i, std::uint64_t n, T ordinary) {
+  using C = std::conditional_t<is_half_v<T>, float, T>;
   using L = std::numeric_limits<T>;
+  const C inf = C(L::infinity()), max = C(L::max()), min = C(L::min()), denorm = C(L::denorm_min());
   // One draw per element: bits 0-1 special or not, 2-7 which kind, 8 the sign, 9 and up a
   // subnormal's significand. Elements `first` and `second` are always the family's own values.
   const std::uint64_t b = rng.bits(i, 2);
-  const T sign = (b >> 8) & 1 ? T(-1) : T(1);
-  const T family_sign = rng.bits(2, 3) & 1 ? T(-1) : T(1);
+  const C sign = (b >> 8) & 1 ? C(-1) : C(1);
+  const C family_sign = rng.bits(2, 3) & 1 ? C(-1) : C(1);
   const std::uint64_t first = rng.bits(0, 3) % n;
   const bool second = n > 1 && i == (first + 1 + rng.bits(1, 3) % (n - 1)) % n;
-  const T subnormal = sign * static_cast<T>(1 + (b >> 9) % ((std::uint64_t{1} << (L::digits - 1)) - 1)) * L::denorm_min();
-  const T zero = sign * T(0);
+  const C subnormal = sign * static_cast<C>(1 + (b >> 9) % ((std::uint64_t{1} << (L::digits - 1)) - 1)) * denorm;
+  const C zero = sign * C(0);
   const bool special = (b & 3) == 0;
   const std::uint64_t kind = b >> 2 & 63;
-  switch (static_cast<Special>(rng.special_family)) {
-    case Special::Nan: {
-      if (i == first) return L::quiet_NaN();
-      if (!special) return ordinary;
-      const T any[] = {L::quiet_NaN(), L::infinity(), -L::infinity(), zero, subnormal, sign * L::max(), sign * L::min()};
-      return any[kind % std::size(any)];
+  const auto value = [&]() -> C {
+    switch (static_cast<Special>(rng.special_family)) {
+      case Special::Nan: {
+        if (i == first) return C(L::quiet_NaN());
+        if (!special) return C(ordinary);
+        const C any[] = {C(L::quiet_NaN()), inf, -inf, zero, subnormal, sign * max, sign * min};
+        return any[kind % std::size(any)];
+      }
+      case Special::Infinity:
+        if (i == first) return family_sign * inf;
+        if (second) return zero;
+        if (!special) return C(ordinary);
+        return kind % 3 == 0 ? family_sign * inf : kind % 3 == 1 ? zero : subnormal;
+      case Special::Largest:
+        if (i == first) return family_sign * max;
+        if (second) return zero;
+        if (!special) return C(ordinary);
+        return kind % 2 ? zero : subnormal;
+      case Special::Tiny: return kind % 3 == 0 ? zero : kind % 3 == 1 ? subnormal : sign * min;
+      case Special::NegativeZero: break;
     }
-    case Special::Infinity:
-      if (i == first) return family_sign * L::infinity();
-      if (second) return zero;
-      if (!special) return ordinary;
-      return kind % 3 == 0 ? family_sign * L::infinity() : kind % 3 == 1 ? zero : subnormal;
-    case Special::Largest:
-      if (i == first) return family_sign * L::max();
-      if (second) return zero;
-      if (!special) return ordinary;
-      return kind % 2 ? zero : subnormal;
-    case Special::Tiny: return kind % 3 == 0 ? zero : kind % 3 == 1 ? subnormal : sign * L::min();
-    case Special::NegativeZero: break;
-  }
-  return -T(0);
+    return -C(0);
+  };
+  return T(value());
 }
 
 // Dist::Special for integers: the type's limits, 0 and +-1 among uniform values (integer
@@ -106,20 +118,22 @@ template <class T> T special_integer(const ElementRandom& rng, std::uint64_t i, 
   return kinds[(b >> 2) % std::size(kinds)];
 }
 
-constexpr double kCancelMagnitude = 1048576.0;  // 2^20
-// Dist::Wide: binary exponents in [-top, top]; 2^996 is about 1e300; f32 stops at 2^96 (about
-// 8e28), so that a sum of 2^31 of them stays finite.
-constexpr int kWideTop64 = 996, kWideTop32 = 96;
+constexpr double kCancelMagnitude = 1048576.0, kCancelMagnitudeF16 = 1024.0;  // 2^20, 2^10
+// Dist::Wide: binary exponents in [-top, top]; 2^996 is about 1e300; f32 and bf16 stop at 2^96
+// (about 8e28), so that a sum of 2^31 of them stays finite; f16 at 2^14, below its largest
+// finite value (65504).
+constexpr int kWideTop64 = 996, kWideTop32 = 96, kWideTopF16 = 14;
+// Dist::Cancel: pairs of +-kCancelMagnitude (f16: +-kCancelMagnitudeF16) cancel exactly.
 // Few enough factors of 2 and 1/2 that no partial product over- or underflows a float in any
 // order; integer products wrap, which is order-independent anyway.
 constexpr std::uint64_t kProductTwos = 40, kProductHalves = 30;
 constexpr std::uint64_t kIntProductTwos = 20, kIntProductThrees = 10;
 
 template <class T> T element(Dist dist, const ElementRandom& rng, std::uint64_t i, std::uint64_t n) {
-  constexpr bool is_fp = std::is_floating_point_v<T>;
+  constexpr bool is_fp = is_float_v<T>;
   const auto uniform = [&](std::uint64_t stream) -> T {
     if constexpr (is_fp) {
-      if constexpr (sizeof(T) == 4) return static_cast<T>((rng.bits(i, stream) >> 40) * 0x1.0p-23 - 1.0);
+      if constexpr (sizeof(T) <= 4) return from_double<T>((rng.bits(i, stream) >> 40) * 0x1.0p-23 - 1.0);
       else return static_cast<T>(rng.unit(i, stream) * 2.0 - 1.0);
     } else {
       // [-1000, 1000] for signed types, [0, 2000] for unsigned ones, narrowed to the type.
@@ -132,7 +146,7 @@ template <class T> T element(Dist dist, const ElementRandom& rng, std::uint64_t 
   // An integer in T: clamped to its range, |v| for unsigned types.
   const auto integer = [](std::int64_t v) -> T {
     if constexpr (std::is_unsigned_v<T>) v = v < 0 ? -v : v;
-    if constexpr (sizeof(T) < 8)
+    if constexpr (std::is_integral_v<T> && sizeof(T) < 8)
       v = std::clamp<std::int64_t>(v, std::numeric_limits<T>::lowest(), std::numeric_limits<T>::max());
     return static_cast<T>(v);
   };
@@ -141,15 +155,15 @@ template <class T> T element(Dist dist, const ElementRandom& rng, std::uint64_t 
     case Dist::Normal: {
       const double u1 = 1.0 - rng.unit(i, 0), u2 = rng.unit(i, 1);
       const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-      if constexpr (is_fp) return static_cast<T>(z);
+      if constexpr (is_fp) return from_double<T>(z);
       else return integer(std::llround(z * 100.0));
     }
     case Dist::Ones: return T(1);
     case Dist::Cancel: {
       // Elements 2k and 2k+1 carry +-2^20 with opposite signs: they cancel exactly.
       const double sign = (rng.bits(i / 2, 2) & 1) ? 1.0 : -1.0;
-      const double big = (i % 2 == 0 ? sign : -sign) * kCancelMagnitude;
-      if constexpr (is_fp) return static_cast<T>(big + static_cast<double>(uniform(3)));
+      const double big = (i % 2 == 0 ? sign : -sign) * (std::is_same_v<T, f16> ? kCancelMagnitudeF16 : kCancelMagnitude);
+      if constexpr (is_fp) return from_double<T>(big + static_cast<double>(uniform(3)));
       else return static_cast<T>(static_cast<std::int64_t>(big) + uniform(3));  // wraps in narrow types
     }
     case Dist::Special:
@@ -158,9 +172,9 @@ template <class T> T element(Dist dist, const ElementRandom& rng, std::uint64_t 
     case Dist::Wide: {
       const double sign = (rng.bits(i, 2) & 1) ? 1.0 : -1.0;
       if constexpr (is_fp) {
-        constexpr int top = sizeof(T) == 4 ? kWideTop32 : kWideTop64;
+        constexpr int top = std::is_same_v<T, f16> ? kWideTopF16 : sizeof(T) <= 4 ? kWideTop32 : kWideTop64;
         const int e = static_cast<int>(rng.bits(i, 0) % (2 * top + 1)) - top;
-        return static_cast<T>(sign * std::ldexp(1.0 + rng.unit(i, 1), e));
+        return from_double<T>(sign * std::ldexp(1.0 + rng.unit(i, 1), e));
       } else {
         const auto k = static_cast<int>(rng.bits(i, 0) % (8 * sizeof(T) - 1));
         return static_cast<T>(static_cast<std::int64_t>(sign) * (std::int64_t{1} << k));
@@ -171,7 +185,7 @@ template <class T> T element(Dist dist, const ElementRandom& rng, std::uint64_t 
   const std::uint64_t stride = n / 64 > 2 ? n / 64 : 3;
   if (i % stride == 1 && i / stride < (is_fp ? kProductTwos : kIntProductTwos)) return T(2);
   if (i % stride == 2 && i / stride < (is_fp ? kProductHalves : kIntProductThrees)) {
-    if constexpr (is_fp) return T(0.5);
+    if constexpr (is_fp) return T(0.5f);
     else return T(3);
   }
   return (rng.bits(i, 1) & 1) ? T(1) : T(-1);

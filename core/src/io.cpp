@@ -205,6 +205,7 @@ class NpyDict {
       if (!have) bad(std::string("no '") + key + "'");
     std::string supported;
     for (const TypeInfo& t : type_table) {
+      if (t.npy.empty()) continue;  // bf16: no .npy dtype
       if (out.descr == t.npy) {
         out.type = t.type;
         return out;
@@ -333,7 +334,11 @@ void check_npy_size(const NpyHeader& h, std::uint64_t size, const std::string& n
 }
 
 FileLayout raw_layout(const std::string& name, std::uint64_t size, std::optional<DType> type) {
-  if (!type) fail(name, "raw binary input needs an element type (--type i32|i64|f32|f64)");
+  if (!type) {
+    std::string names;
+    for (const TypeInfo& t : type_table) names += (names.empty() ? "" : "|") + std::string(t.name);
+    fail(name, "raw binary input needs an element type (--type " + names + ")");
+  }
   const std::uint64_t elem = size_of(*type);
   if (size % elem != 0)
     fail(name, "size " + count(size) + " bytes is not a multiple of the " + count(elem) + "-byte " + type_text(*type) +
@@ -345,7 +350,7 @@ FileLayout raw_layout(const std::string& name, std::uint64_t size, std::optional
 
 template <class T> bool parse_number(std::string_view text, T& out, bool& out_of_range) {
   out_of_range = false;
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_float_v<T>) {
     // strtod takes "nan", "inf" and hex floats (from_chars of this libstdc++ does not). It
     // also skips leading spaces and stops at a NUL: neither reaches it (trimmed, refused).
     const std::string s(text);
@@ -354,8 +359,11 @@ template <class T> bool parse_number(std::string_view text, T& out, bool& out_of
     const double v = std::strtod(s.c_str(), &end);
     if (s.empty() || end != s.c_str() + s.size()) return false;
     const bool finite_text = std::isfinite(v) || errno == ERANGE;
-    out = static_cast<T>(v);
-    out_of_range = finite_text && !std::isfinite(out);
+    // f16 and bf16 through float: rounding twice gives the value rounded once, float having more
+    // than twice their bits and two more.
+    if constexpr (is_half_v<T>) out = T(static_cast<float>(v));
+    else out = static_cast<T>(v);
+    out_of_range = finite_text && !std::isfinite(static_cast<double>(out));
     return true;
   } else {
     // One optional sign, then digits only ("+-5" and "--5" are no numbers).
@@ -610,6 +618,9 @@ void write_all(const std::string& path, const void* header, std::size_t header_b
 void save_raw(const std::string& path, HostArray data) { write_all(path, nullptr, 0, data); }
 
 void save_npy(const std::string& path, HostArray data, const std::vector<std::uint64_t>& shape, bool fortran_order) {
+  if (type_info(data.type).npy.empty())
+    throw InvalidArgument("save_npy: " + std::string(to_string(data.type)) +
+                          " has no .npy dtype (NumPy has no such type); write it raw (save_raw)");
   std::uint64_t product = 1;
   std::string dims;
   for (auto d : shape) {

@@ -87,8 +87,9 @@ ChunkOutcome pass(ChunkDevice& device, ChunkSource& source, const ChunkPlan& pla
 }  // namespace
 
 namespace {
+// The exact sum rounded once to the result type of a float sum of `type` (f32 for f16 and bf16).
 Scalar rounded(const ExactSum& sum, DType type) {
-  return type == DType::F32 ? Scalar::of(sum.to_float()) : Scalar::of(sum.to_double());
+  return result_dtype(Op::Sum, type) == DType::F32 ? Scalar::of(sum.to_float()) : Scalar::of(sum.to_double());
 }
 }  // namespace
 
@@ -191,7 +192,7 @@ Result Reducer::reduce(HostArray in, Op op, const RunOptions& options) {
 Result Reducer::reduce(ChunkSource& source, Op op, const RunOptions& options) {
   check_options(options);
   const KernelInfo k = kernel(options.kernel);
-  check_request(k, op, source.type(), source.size(), backend(), options.exact);
+  check_request(k, op, source.type(), source.size(), backend(), options);
   // Resident or streamed, chosen here: a host device reduces host memory where it lies; a
   // device with memory of its own streams unless the caller asks for a resident copy.
   detail::ChunkDevice& chunks = chunk_device();

@@ -15,7 +15,8 @@ bool KernelInfo::supports(Op op, DType type) const {
 }
 
 void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n, std::string_view backend,
-                   bool exact) {
+                   const RunOptions& options) {
+  const bool exact = options.exact;
   if (kernel.kind != KernelKind::Probe && !kernel.supports(op, type))
     throw InvalidArgument(std::string(backend) + " kernel '" + kernel.name + "' does not support " +
                           std::string(to_string(op)) + " on " + std::string(to_string(type)));
@@ -23,6 +24,9 @@ void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n,
     throw InvalidArgument("exact mode covers sums; a float product has no exact mode");
   if (exact && exact_applies(op, type) && !kernel.exact && kernel.kind != KernelKind::Probe)
     throw InvalidArgument(std::string(backend) + " kernel '" + kernel.name + "' has no exact mode");
+  if (options.accumulator == Accumulator::Native && is_half(type))
+    throw InvalidArgument("the native accumulator does not apply to " + std::string(to_string(type)) +
+                          ": its sums and products accumulate in f32, its min and max are exact");
   require_value_exists(op, n);
 }
 

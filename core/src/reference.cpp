@@ -18,6 +18,14 @@
 namespace xr {
 namespace {
 
+// x[0, n) added to an exact sum: f16 and bf16 through float, which holds each exactly.
+template <class T> void add_exact(ExactSum& sum, const T* x, std::uint64_t n) {
+  if constexpr (is_half_v<T>)
+    for (std::uint64_t i = 0; i < n; ++i) sum.add(static_cast<float>(x[i]));
+  else
+    sum.add(x, n);
+}
+
 // The reference's running state over one or more pieces of the input, in order.
 template <class T> class ReferenceState {
   using Wide = wide_sum_t<T>;  // the Wide accumulator of a sum of T
@@ -28,7 +36,7 @@ template <class T> class ReferenceState {
   void add(const T* x, std::uint64_t n) {
     n_ += n;
     const auto count = static_cast<std::int64_t>(n);
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_float_v<T>) {
       if (op_ == Op::Sum) {
         double magnitude = 0;
 #ifdef _OPENMP
@@ -37,23 +45,23 @@ template <class T> class ReferenceState {
         {
           const int t = omp_get_thread_num(), nt = omp_get_num_threads();
           const std::uint64_t lo = n * t / nt, hi = n * (t + 1) / nt;
-          parts[t].add(x + lo, hi - lo);
+          add_exact(parts[t], x + lo, hi - lo);
           for (std::uint64_t i = lo; i < hi; ++i) magnitude += std::fabs(static_cast<double>(x[i]));
         }
         for (const auto& p : parts) sum_.merge(p);
 #else
-        sum_.add(x, n);
+        add_exact(sum_, x, n);
         for (std::uint64_t i = 0; i < n; ++i) magnitude += std::fabs(static_cast<double>(x[i]));
 #endif
         magnitude_ += magnitude;
         return;
       }
       if (op_ == Op::Prod) {
-        for (std::uint64_t i = 0; i < n; ++i) product_ *= x[i];
+        for (std::uint64_t i = 0; i < n; ++i) product_ *= static_cast<long double>(static_cast<Wide>(x[i]));
         return;
       }
     }
-    if constexpr (!std::is_same_v<Wide, T>) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<Wide, T>) {
       if (op_ == Op::Sum && acc_ == Accumulator::Wide) {
         std::uint64_t s = 0;  // wraps as the accumulator does
 #pragma omp parallel for reduction(+ : s)
@@ -74,17 +82,17 @@ template <class T> class ReferenceState {
     ref.op = op_;
     ref.type = dtype_of<T>;
     ref.value = Scalar::of<T>(value_);
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_float_v<T>) {
       if (op_ == Op::Sum) {
         ref.value = detail::round_exact(sum_.raw(), dtype_of<T>);
         ref.exact_state = sum_.raw();
         ref.magnitude = magnitude_;
       } else if (op_ == Op::Prod) {
-        ref.value = Scalar::of<T>(static_cast<T>(product_));
+        ref.value = Scalar::of<Wide>(static_cast<Wide>(product_));
         ref.magnitude = std::fabs(static_cast<double>(product_));
       }
     }
-    if constexpr (!std::is_same_v<Wide, T>)
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<Wide, T>)
       if (op_ == Op::Sum && acc_ == Accumulator::Wide) ref.value = Scalar::of<Wide>(wide_);
     return ref;
   }

@@ -27,6 +27,13 @@ std::string_view to_string(SegmentKind kind) {
   return "offsets";
 }
 
+std::vector<DType> segment_dtypes() {
+  std::vector<DType> types;
+  for (DType t : all_dtypes)
+    if (!is_half(t)) types.push_back(t);
+  return types;
+}
+
 bool KernelInfo::reduces(SegmentKind kind) const {
   return std::find(layouts.begin(), layouts.end(), kind) != layouts.end();
 }
@@ -386,7 +393,7 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
   check_options(options);
   const DType type = source.type();
   const KernelInfo k = find_strategy(device.kernels(), options.kernel, backend);
-  check_request(k, op, type, 1, backend, options.exact);
+  check_request(k, op, type, 1, backend, options);
   if (!k.reduces(layout.kind))
     throw InvalidArgument(std::string(backend) + " segment strategy '" + k.name + "' does not reduce " +
                           std::string(to_string(layout.kind)));

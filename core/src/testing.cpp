@@ -38,8 +38,8 @@ void apply_broken_kernel(Result& result) {
   result.value = visit_dtype(result.value.type, [&](auto zero) {
     using T = decltype(zero);
     const T v = result.value.as<T>();
-    if constexpr (std::is_floating_point_v<T>) {
-      return Scalar::of<T>(std::isnan(v) ? T(1) : std::numeric_limits<T>::quiet_NaN());
+    if constexpr (is_float_v<T>) {
+      return Scalar::of<T>(std::isnan(static_cast<double>(v)) ? T(1) : std::numeric_limits<T>::quiet_NaN());
     } else {
       using U = std::make_unsigned_t<T>;
       return Scalar::of<T>(static_cast<T>(static_cast<U>(v) + 1));

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -95,7 +96,8 @@ DType parse_dtype(std::string_view text) {
   static constexpr std::pair<const char*, DType> aliases[] = {
       {"int32", DType::I32},   {"int", DType::I32},   {"int64", DType::I64},   {"long", DType::I64},
       {"float32", DType::F32}, {"float", DType::F32}, {"float64", DType::F64}, {"double", DType::F64},
-      {"int8", DType::I8},     {"uint8", DType::U8},  {"uint32", DType::U32},  {"uint64", DType::U64}};
+      {"int8", DType::I8},     {"uint8", DType::U8},  {"uint32", DType::U32},  {"uint64", DType::U64},
+      {"float16", DType::F16}, {"half", DType::F16},  {"bfloat16", DType::BF16}};
   const std::string key = lower(text);
   std::string accepted;
   for (const TypeInfo& t : type_table) {
@@ -107,9 +109,23 @@ DType parse_dtype(std::string_view text) {
   throw InvalidArgument("unknown type '" + printable(text) + "' (expected " + accepted + ")");
 }
 
+namespace {
+// The shortest decimal that reads back (through float, rounded to H) to the half value v.
+template <class H> std::string shortest_half(double v) {
+  char buf[64];
+  const H want(static_cast<float>(v));
+  for (int digits = 1;; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::isnan(v) || H(static_cast<float>(std::strtod(buf, nullptr))).bits == want.bits || digits >= 9) return buf;
+  }
+}
+}  // namespace
+
 std::string Scalar::to_string() const {
   char buf[64];
   std::to_chars_result r;
+  if (type == DType::F16) return shortest_half<f16>(f);
+  if (type == DType::BF16) return shortest_half<bf16>(f);
   if (type == DType::F32) r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(f));
   else if (type == DType::F64) r = std::to_chars(buf, buf + sizeof buf, f);
   else if (type == DType::U64) r = std::to_chars(buf, buf + sizeof buf, static_cast<std::uint64_t>(i));

@@ -193,7 +193,7 @@ TEST_CASE("rows: every strategy, op and type; short, medium and long rows; strid
       {{64, 2, 6}, 1},          {{9, 129, 0, xr::Order::Fortran}, 0}, {{0, 10}, 1},     {{10, 0}, 1}};
   for (const auto& strategy : strategies(SegmentKind::Rows)) {
     for (const Op op : xr::all_ops) {
-      for (const DType t : xr::all_dtypes) {
+      for (const DType t : xr::segment_dtypes()) {
         for (const auto& s : shapes) {
           const SegmentLayout l = xr::axis_layout(s.shape, s.axis);
           const HostBuffer data = xr::generate(t, std::max<u64>(l.span(), 1), dist_for(op), 11);
@@ -245,7 +245,7 @@ TEST_CASE("columns: narrow and wide, one element or 16 bytes a lane, row bands, 
       {{200, 33, 0, xr::Order::Fortran}, 1}, {{0, 7}, 0},     {{7, 0}, 0}};
   for (const auto& strategy : strategies(SegmentKind::Columns)) {
     for (const Op op : xr::all_ops) {
-      for (const DType t : xr::all_dtypes) {
+      for (const DType t : xr::segment_dtypes()) {
         for (const auto& s : shapes) {
           const SegmentLayout l = xr::axis_layout(s.shape, s.axis);
           const HostBuffer data = xr::generate(t, std::max<u64>(l.span(), 1), dist_for(op), 12);
@@ -270,7 +270,7 @@ TEST_CASE("offsets: every strategy, op and type on mixed lengths, synchronous an
   const u64 n = static_cast<u64>(offsets.back()) + 5;
   for (const auto& strategy : strategies(SegmentKind::Offsets)) {
     for (const Op op : xr::all_ops) {
-      for (const DType t : xr::all_dtypes) {
+      for (const DType t : xr::segment_dtypes()) {
         const HostBuffer data = xr::generate(t, n, dist_for(op), 13);
         RunOptions o;
         o.kernel = strategy;

@@ -46,7 +46,7 @@ struct DeviceBuffer {
 
 std::vector<DType> types_of(const Target& t) {
   std::vector<DType> out;
-  for (DType d : all_dtypes)
+  for (DType d : segment_dtypes())
     if (t.caps.fp64 || d != DType::F64) out.push_back(d);
   return out;
 }

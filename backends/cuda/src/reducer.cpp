@@ -32,7 +32,7 @@ Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType ty
                  const RunOptions& opt, void* out) {
   Prepared p;
   p.entry = &rung(opt.kernel);
-  check_request(p.entry->info, op, type, n, "cuda", opt.exact);
+  check_request(p.entry->info, op, type, n, "cuda", opt);
   const BlockRule& blocks = p.entry->info.blocks;
   const unsigned block = opt.block_size ? opt.block_size : blocks.preferred;
   if (!blocks.accepts(block))

@@ -197,7 +197,7 @@ KernelInfo info_of(const StrategyRow& r) {
   k.note = r.note;
   k.kind = r.kind;
   k.ops.assign(all_ops.begin(), all_ops.end());
-  k.types.assign(all_dtypes.begin(), all_dtypes.end());
+  k.types = segment_dtypes();
   k.exact = true;  // exact sums go through pieces (exact_pieces), whatever the strategy
   k.blocks = r.blocks;
   k.layouts = r.layouts;
@@ -805,7 +805,7 @@ Result run_device_call(const DeviceCall& c, const RunOptions& options) {
   check_options(options);
   const StrategyRow& row = strategy_row(options.kernel);
   const KernelInfo info = info_of(row);
-  check_request(info, c.op, c.type, 1, "cuda", options.exact);
+  check_request(info, c.op, c.type, 1, "cuda", options);
   if (std::find(row.layouts.begin(), row.layouts.end(), c.kind) == row.layouts.end())
     throw InvalidArgument("cuda: segment strategy " + std::string(row.name) + " does not reduce " +
                           std::string(to_string(c.kind)));

@@ -24,11 +24,16 @@ namespace xr::omp::detail {
 namespace {
 
 
-// Integer sums and products run in the unsigned type so that wrap-around is defined.
+// The type each rung combines in. Integer sums and products run in the unsigned type so that
+// wrap-around is defined.
 template <Op O, class A> struct work_type { using type = A; };
 template <Op O, class A>
   requires(std::is_integral_v<A> && (O == Op::Sum || O == Op::Prod))
 struct work_type<O, A> { using type = std::make_unsigned_t<A>; };
+// Min and max of f16 and bf16 compare in float (each converts exactly), then round back exactly.
+template <Op O, class A>
+  requires is_half_v<A>
+struct work_type<O, A> { using type = float; };
 template <Op O, class A> using work_t = typename work_type<O, A>::type;
 
 struct Span {
@@ -93,7 +98,7 @@ template <Op O, class T, class A> RungValue run_clause(const T* x, std::uint64_t
     for (std::int64_t i = 0; i < count; ++i) acc = acc < x[i] ? x[i] : acc;
   }
   A value = static_cast<A>(acc);
-  if constexpr (std::is_floating_point_v<A>)
+  if constexpr (is_float_v<A>)
     if (nan) value = std::numeric_limits<A>::quiet_NaN();
   return {Scalar::of<A>(value), (n + threads - 1) / threads + threads};
 }
@@ -138,29 +143,30 @@ template <class T, class A> A sum_bytes(const T* x, std::uint64_t n) {
   return static_cast<A>(total);
 }
 
-// op over x[0, n) in kLanes<A> independent lanes (a loop the compiler turns into SIMD), then
-// the lanes in order.
+// op over x[0, n) in kLanes independent lanes (a loop the compiler turns into SIMD), then the
+// lanes in order. Min and max of f16 and bf16 run in float lanes, rounded back exactly.
 template <Op O, class T, class A> A fold_in_lanes(const T* x, std::uint64_t n) {
   if constexpr (O == Op::Sum && sizeof(T) == 1 && sizeof(A) == 8) {
     return sum_bytes<T, A>(x, n);
   } else {
-    constexpr std::uint64_t K = kLanes<A>;
-    A lane[K];
-    for (auto& a : lane) a = identity<A>(O);
+    using C = std::conditional_t<is_half_v<A>, float, A>;
+    constexpr std::uint64_t K = kLanes<C>;
+    C lane[K];
+    for (auto& a : lane) a = identity<C>(O);
     std::uint64_t i = 0;
     for (; i + K <= n; i += K)
-      for (std::uint64_t j = 0; j < K; ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<A>(x[i + j]));
-    for (std::uint64_t j = 0; i < n; ++i, ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<A>(x[i]));
-    A r = identity<A>(O);
+      for (std::uint64_t j = 0; j < K; ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<C>(x[i + j]));
+    for (std::uint64_t j = 0; i < n; ++i, ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<C>(x[i]));
+    C r = identity<C>(O);
     for (const auto& a : lane) r = OpFn<O>::apply(r, a);
-    return r;
+    return static_cast<A>(r);
   }
 }
 
 // rung `vector`: kLanes independent accumulators per thread in a lane loop the compiler turns
 // into SIMD; reaches the streaming-read rate, at the cost of a lane-then-thread combine.
 template <Op O, class T, class A> RungValue run_vector(const T* x, std::uint64_t n, int threads) {
-  constexpr std::uint64_t K = kLanes<A>;
+  constexpr std::uint64_t K = kLanes<std::conditional_t<is_half_v<A>, float, A>>;
   std::vector<A> partial(static_cast<std::size_t>(threads), identity<A>(O));
 #pragma omp parallel num_threads(threads)
   {
@@ -233,11 +239,31 @@ KernelInfo host_kernel(std::string name, std::string note, KernelKind kind, bool
 
 }  // namespace
 
-// Exact mode (f32/f64 sums): per-thread exact window sums feeding ExactSum superaccumulators,
+namespace {
+// f16 and bf16 widened to float a block at a time (each converts exactly), summed as f32.
+template <class T> ExactSum::Raw exact_half_state(const T* x, std::uint64_t n, int threads) {
+  constexpr std::uint64_t kBlock = std::uint64_t{1} << 20;
+  std::vector<float> wide(static_cast<std::size_t>(std::min(n, kBlock)));
+  ExactSum sum;
+  for (std::uint64_t first = 0; first < n; first += kBlock) {
+    const auto len = static_cast<std::int64_t>(std::min(kBlock, n - first));
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (std::int64_t i = 0; i < len; ++i) wide[static_cast<std::size_t>(i)] = static_cast<float>(x[first + static_cast<std::uint64_t>(i)]);
+    sum.merge_raw(exact_sum_state(wide.data(), static_cast<std::uint64_t>(len), threads));
+  }
+  return sum.raw();
+}
+}  // namespace
+
+// Exact mode (float sums): per-thread exact window sums feeding ExactSum superaccumulators,
 // merged in thread order, rounded once (docs/exact.md).
 ExactSum::Raw exact_state(HostArray in, int threads) {
-  return in.type == DType::F32 ? exact_sum_state(static_cast<const float*>(in.data), in.n, threads)
-                               : exact_sum_state(static_cast<const double*>(in.data), in.n, threads);
+  switch (in.type) {
+    case DType::F32: return exact_sum_state(static_cast<const float*>(in.data), in.n, threads);
+    case DType::F16: return exact_half_state(static_cast<const f16*>(in.data), in.n, threads);
+    case DType::BF16: return exact_half_state(static_cast<const bf16*>(in.data), in.n, threads);
+    default: return exact_sum_state(static_cast<const double*>(in.data), in.n, threads);
+  }
 }
 
 int thread_count(const RunOptions& options) {

@@ -467,9 +467,10 @@ template <Op O, class T, class A> std::uint64_t run_columns(const T* x, const Se
 
 // Instantiates R<O, T, A> for the job's (op, type, accumulator).
 template <class F> std::uint64_t dispatch(const SegmentJob& job, int threads, F run) {
-  return visit_dtype(job.type, [&](auto zero) {
+  return visit_dtype(job.type, [&](auto zero) -> std::uint64_t {
     using T = decltype(zero);
-    return visit_op(job.op, [&](auto fn) {
+    if constexpr (is_half_v<T>) throw InvalidArgument("omp: no segmented kernel for f16 or bf16");  // not in segment_dtypes()
+    else return visit_op(job.op, [&](auto fn) {
       constexpr Op O = decltype(fn)::op;
       const T* x = static_cast<const T*>(job.data);
       if (job.options.accumulator == Accumulator::Native) {
@@ -488,7 +489,7 @@ KernelInfo strategy(std::string name, std::string note, KernelKind kind, std::ve
   k.note = std::move(note);
   k.kind = kind;
   k.ops.assign(all_ops.begin(), all_ops.end());
-  k.types.assign(all_dtypes.begin(), all_dtypes.end());
+  k.types = segment_dtypes();
   k.exact = true;
   k.layouts = std::move(layouts);
   return k;

@@ -29,7 +29,7 @@ std::string auto_rung_name(const DeviceCaps& caps) {
 namespace {
 std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
   std::vector<DType> types, classic_types;
-  for (DType t : all_dtypes)
+  for (DType t : dtypes_but_half)  // the OpenCL kernels read no f16 or bf16
     if (caps.fp64 || t != DType::F64) types.push_back(t);
   for (DType t : classic_dtypes)
     if (caps.fp64 || t != DType::F64) classic_types.push_back(t);
@@ -363,7 +363,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps.name + " does not offer");
   const auto table = rung_table(caps);
   const Rung& rung = find_rung(table, opt.kernel);
-  check_request(rung.info, rq.op, rq.type, rq.n, "opencl", opt.exact);
+  check_request(rung.info, rq.op, rq.type, rq.n, "opencl", opt);
   const bool exact = opt.exact && exact_applies(rq.op, rq.type);
   const std::string kernel_name =
       rung.info.kind == KernelKind::Auto ? "auto:" + auto_rung_name(caps) : rung.info.name;

@@ -876,7 +876,7 @@ void check_strategy(const DeviceCaps& caps, const RunOptions& opt, Op op, DType 
     throw InvalidArgument("opencl: segment kernel '" + opt.kernel + "' does not reduce " +
                           std::string(to_string(kind)));
   for (const KernelInfo& k : segment_strategies(caps))
-    if (k.name == opt.kernel) check_request(k, op, type, 1, "opencl", opt.exact);
+    if (k.name == opt.kernel) check_request(k, op, type, 1, "opencl", opt);
 }
 
 void check_buffer(cl_mem mem, cl_context context, std::uint64_t bytes, const char* what) {
@@ -928,7 +928,7 @@ SegmentQueue segment_queue(cl_command_queue queue) {
 
 std::vector<KernelInfo> segment_strategies(const DeviceCaps& caps) {
   std::vector<DType> types;
-  for (DType t : all_dtypes)
+  for (DType t : segment_dtypes())
     if (caps.fp64 || t != DType::F64) types.push_back(t);
   const std::vector<Op> ops(all_ops.begin(), all_ops.end());
   const std::string no64 = caps.fp64 ? "" : " [no f64: device lacks cl_khr_fp64]";

@@ -177,11 +177,11 @@ XR_API unsigned max_threads();
 XR_API void check_options(const RunOptions& options);
 
 // Throws InvalidArgument unless `kernel` supports (op, type) (and exact mode, when asked for
-// a float sum); EmptyInput for min/max of nothing.
+// a float sum), or for the Native accumulator on f16 or bf16; EmptyInput for min/max of nothing.
 XR_API void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n,
-                          std::string_view backend, bool exact = false);
+                          std::string_view backend, const RunOptions& options);
 
-// True when RunOptions::exact changes the computation: an f32 or f64 sum.
+// True when RunOptions::exact changes the computation: a float sum (f16, bf16, f32, f64).
 constexpr bool exact_applies(Op op, DType type) { return op == Op::Sum && is_float(type); }
 
 // The chunk of a streamed input, in elements of `elem_bytes` each: options.chunk_elements, or the

@@ -83,6 +83,10 @@ XR_API SegmentLayout axis_layout(const MatrixShape& shape, int axis);
 // and ends at or below n; the message names the first offending position and value.
 XR_API void check_offsets(std::span<const std::int64_t> offsets, std::uint64_t n);
 
+// The element types segmented reductions take, in table order: every type but f16 and bf16,
+// which have no segmented kernels.
+XR_API std::vector<DType> segment_dtypes();
+
 // "rows", "columns", "offsets".
 XR_API std::string_view to_string(SegmentKind kind);
 

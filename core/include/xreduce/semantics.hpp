@@ -5,10 +5,14 @@
 // |------|-----------------------|--------------|-------------------------------------------|
 // | sum  | -0.0 (floats), 0      | +0 / 0       | integers wrap (two's complement); a sum   |
 // |      |                       |              | whose terms are all -0 is -0; i8, u8,     |
-// |      |                       |              | i32, u32 accumulate in i64 / u64 (Wide)   |
-// | prod | 1                     | 1            | integers wrap (two's complement)          |
+// |      |                       |              | i32, u32 accumulate in i64 / u64 (Wide);  |
+// |      |                       |              | f16, bf16 in f32, and return f32          |
+// | prod | 1                     | 1            | integers wrap (two's complement); f16,    |
+// |      |                       |              | bf16 in f32, and return f32               |
 // | min  | +inf / type max       | EmptyInput   | any NaN in the input makes the result NaN |
 // | max  | -inf / type lowest    | EmptyInput   | any NaN in the input makes the result NaN |
+//
+// Min and max return the input type, f16 and bf16 included (compared in f32, exactly).
 //
 // Float sums and products round after every step, so their result depends on the order of
 // the steps; Reducer results carry `rounding_depth` so tests can bound that difference.
@@ -36,7 +40,7 @@ template <class T, class F> constexpr T wrapping(T a, T b, F f) {
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(static_cast<U>(f(static_cast<U>(a), static_cast<U>(b))));
   } else {
-    return f(a, b);
+    return static_cast<T>(f(a, b));  // f16 and bf16 compute in float, rounded back here
   }
 }
 
@@ -45,7 +49,7 @@ template <> struct OpFn<Op::Sum> {
   // The float sum starts from -0.0, not +0.0: -0 + x == x for every x, so a sum of terms that
   // are all -0 stays -0 (as the exact sum says), while +0 + -0 would give +0.
   template <class T> static constexpr T identity() {
-    if constexpr (std::is_floating_point_v<T>) return -T(0);
+    if constexpr (is_float_v<T>) return T(-0.0f);
     else return T(0);
   }
   template <class T> static constexpr T apply(T a, T b) {
@@ -66,7 +70,7 @@ template <> struct OpFn<Op::Prod> {
 template <> struct OpFn<Op::Min> {
   static constexpr Op op = Op::Min;
   template <class T> static constexpr T identity() {
-    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+    if constexpr (is_float_v<T>) return std::numeric_limits<T>::infinity();
     else return std::numeric_limits<T>::max();
   }
   template <class T> static constexpr T apply(T a, T b) { return (b < a || b != b) ? b : a; }
@@ -75,7 +79,7 @@ template <> struct OpFn<Op::Min> {
 template <> struct OpFn<Op::Max> {
   static constexpr Op op = Op::Max;
   template <class T> static constexpr T identity() {
-    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+    if constexpr (is_float_v<T>) return T(-static_cast<float>(std::numeric_limits<T>::infinity()));
     else return std::numeric_limits<T>::lowest();
   }
   template <class T> static constexpr T apply(T a, T b) { return (a < b || b != b) ? b : a; }
@@ -106,8 +110,8 @@ template <class T> constexpr T identity(Op op) {
 // The value of a reduction of no elements (sum and product only: min and max of nothing are
 // EmptyInput). The identity, except that the empty float sum is +0, as in IEEE 754 and NumPy.
 template <class T> constexpr T empty_value(Op op) {
-  if constexpr (std::is_floating_point_v<T>)
-    if (op == Op::Sum) return T(0);
+  if constexpr (is_float_v<T>)
+    if (op == Op::Sum) return T(0.0f);
   return identity<T>(op);
 }
 

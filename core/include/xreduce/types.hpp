@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "xreduce/export.hpp"
+#include "xreduce/half.hpp"
 
 namespace xr {
 
@@ -22,7 +23,7 @@ namespace xr {
   X(Max, "max")
 
 // The element types, one row each: enumerator, C++ type, name, .npy descr (little-endian),
-// OpenCL C type. Everything else about a type (size, float or integer, limits, the accumulator
+// OpenCL C storage type (bf16 has no .npy descr, and is its bits in OpenCL C). Everything else about a type (size, float or integer, limits, the accumulator
 // of its sum) follows from its C++ type: see accumulator_t below. New rows go last: the
 // enumerators' values are part of the ABI.
 #define XR_ELEMENT_TYPES(X)                   \
@@ -33,7 +34,9 @@ namespace xr {
   X(I8, std::int8_t, "i8", "|i1", "char")     \
   X(U8, std::uint8_t, "u8", "|u1", "uchar")   \
   X(U32, std::uint32_t, "u32", "<u4", "uint") \
-  X(U64, std::uint64_t, "u64", "<u8", "ulong")
+  X(U64, std::uint64_t, "u64", "<u8", "ulong") \
+  X(F16, xr::f16, "f16", "<f2", "half")        \
+  X(BF16, xr::bf16, "bf16", "", "ushort")
 
 #define XR_ENUMERATOR(e, ...) e,
 enum class Op : std::uint8_t { XR_OPS(XR_ENUMERATOR) };
@@ -52,6 +55,15 @@ inline constexpr std::array all_dtypes{XR_ELEMENT_TYPES(XR_QUALIFIED)};
 // modern rungs, auto and the baselines take every type.
 inline constexpr std::array classic_dtypes{DType::I32, DType::I64, DType::F32, DType::F64};
 inline constexpr std::size_t kOpCount = all_ops.size();
+// Every element type but f16 and bf16, in table order: what backends without 16-bit float
+// kernels take.
+inline constexpr auto dtypes_but_half = [] {
+  std::array<DType, all_dtypes.size() - 2> types{};
+  std::size_t k = 0;
+  for (DType t : all_dtypes)
+    if (t != DType::F16 && t != DType::BF16) types[k++] = t;
+  return types;
+}();
 inline constexpr std::size_t kDTypeCount = all_dtypes.size();
 
 // A row of the element-type table, for code that needs a type's facts at run time.
@@ -63,10 +75,11 @@ struct TypeInfo {
   std::string_view opencl;  // OpenCL C type, "float"
   bool is_float;
   bool is_signed;
+  bool is_half;  // f16, bf16: stored in 16 bits, computed in f32
 };
 
 #define XR_TYPE_INFO(e, T, name, npy, cl) \
-  TypeInfo{DType::e, name, sizeof(T), npy, cl, std::is_floating_point_v<T>, std::is_signed_v<T>},
+  TypeInfo{DType::e, name, sizeof(T), npy, cl, is_float_v<T>, is_float_v<T> || std::is_signed_v<T>, is_half_v<T>},
 inline constexpr TypeInfo type_table[] = {XR_ELEMENT_TYPES(XR_TYPE_INFO)};
 #undef XR_TYPE_INFO
 constexpr const TypeInfo& type_info(DType t) {
@@ -86,7 +99,7 @@ XR_API std::string_view to_string(DType type);
 XR_API std::string_view to_string(Accumulator acc);
 // Case-insensitive; accepts "sum|add|+", "prod|product|mul|*", "min", "max" and
 // "i32|int32|int", "i64|int64|long", "f32|float32|float", "f64|float64|double", "i8|int8",
-// "u8|uint8", "u32|uint32", "u64|uint64".
+// "u8|uint8", "u32|uint32", "u64|uint64", "f16|float16|half", "bf16|bfloat16".
 // Throws InvalidArgument naming the accepted spellings.
 XR_API Op parse_op(std::string_view text);
 XR_API DType parse_dtype(std::string_view text);
@@ -99,6 +112,7 @@ XR_API std::uint64_t parse_bytes(std::string_view text);
 
 constexpr std::size_t size_of(DType t) { return type_info(t).size; }
 constexpr bool is_float(DType t) { return type_info(t).is_float; }
+constexpr bool is_half(DType t) { return type_info(t).is_half; }
 
 // The DType of a C++ element type.
 template <class T> struct dtype_of_t;
@@ -127,19 +141,28 @@ template <class F> constexpr void for_each_dtype(F&& f) {
 }
 
 // The accumulator of a sum of T with the Wide accumulator: integers narrower than 64 bits
-// accumulate in 64 bits, so up to 2^32 terms of 32 bits are exact; every other type in itself.
+// accumulate in 64 bits, so up to 2^32 terms of 32 bits are exact; f16 and bf16 in f32; every
+// other type in itself.
 template <class T>
-using wide_sum_t = std::conditional_t<std::is_integral_v<T> && (sizeof(T) < 8),
-                                      std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>, T>;
+using wide_sum_t = std::conditional_t<
+    is_half_v<T>, float,
+    std::conditional_t<std::is_integral_v<T> && (sizeof(T) < 8),
+                       std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>, T>>;
 // The accumulator, and so the result type, of op O over T. Native keeps the input type (the
-// reference kernels' i32 accumulator, which wraps modulo 2^32).
+// reference kernels' i32 accumulator, which wraps modulo 2^32). Sums and products of f16 and
+// bf16 accumulate in f32 and return it (Native has no meaning for them: check_accumulator);
+// min and max return the input type.
 template <Op O, class T, Accumulator A>
-using accumulator_t = std::conditional_t<O == Op::Sum && A == Accumulator::Wide, wide_sum_t<T>, T>;
+using accumulator_t = std::conditional_t<
+    is_half_v<T>, std::conditional_t<O == Op::Sum || O == Op::Prod, float, T>,
+    std::conditional_t<O == Op::Sum && A == Accumulator::Wide, wide_sum_t<T>, T>>;
 
 // The type a reduction produces: the accumulator_t of (op, type, accumulator).
 constexpr DType result_dtype(Op op, DType in, Accumulator acc = Accumulator::Wide) {
   return visit_dtype(in, [&](auto t) {
     using T = decltype(t);
+    if constexpr (is_half_v<T>)
+      if (op == Op::Sum || op == Op::Prod) return DType::F32;
     return op == Op::Sum && acc == Accumulator::Wide ? dtype_of<wide_sum_t<T>> : dtype_of<T>;
   });
 }
@@ -159,12 +182,14 @@ struct XR_API Scalar {
   template <class T> static Scalar of(T v) {
     Scalar s;
     s.type = dtype_of<T>;
-    if constexpr (std::is_floating_point_v<T>) s.f = static_cast<double>(v);
+    if constexpr (is_half_v<T>) s.f = static_cast<float>(v);
+    else if constexpr (std::is_floating_point_v<T>) s.f = static_cast<double>(v);
     else s.i = static_cast<std::int64_t>(v);
     return s;
   }
   template <class T> T as() const {
-    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(to_double());
+    if constexpr (is_half_v<T>) return T(static_cast<float>(to_double()));
+    else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(to_double());
     else return static_cast<T>(is_float(type) ? static_cast<std::int64_t>(f) : i);
   }
   double to_double() const {
