@@ -68,7 +68,7 @@ template <class T> T from_double(double v) {
 
 // Computed in C (float for f16 and bf16, T itself otherwise), from T's own limits.
 template <class T> T special_float(const ElementRandom& rng, std::uint64_t i, std::uint64_t n, T ordinary) {
-  using C = std::conditional_t<is_half_v<T>, float, T>;
+  using C = compute_t<T>;
   using L = std::numeric_limits<T>;
   const C inf = C(L::infinity()), max = C(L::max()), min = C(L::min()), denorm = C(L::denorm_min());
   // One draw per element: bits 0-1 special or not, 2-7 which kind, 8 the sign, 9 and up a

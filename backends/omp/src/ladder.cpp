@@ -149,7 +149,7 @@ template <Op O, class T, class A> A fold_in_lanes(const T* x, std::uint64_t n) {
   if constexpr (O == Op::Sum && sizeof(T) == 1 && sizeof(A) == 8) {
     return sum_bytes<T, A>(x, n);
   } else {
-    using C = std::conditional_t<is_half_v<A>, float, A>;
+    using C = compute_t<A>;
     constexpr std::uint64_t K = kLanes<C>;
     C lane[K];
     for (auto& a : lane) a = identity<C>(O);
@@ -166,7 +166,7 @@ template <Op O, class T, class A> A fold_in_lanes(const T* x, std::uint64_t n) {
 // rung `vector`: kLanes independent accumulators per thread in a lane loop the compiler turns
 // into SIMD; reaches the streaming-read rate, at the cost of a lane-then-thread combine.
 template <Op O, class T, class A> RungValue run_vector(const T* x, std::uint64_t n, int threads) {
-  constexpr std::uint64_t K = kLanes<std::conditional_t<is_half_v<A>, float, A>>;
+  constexpr std::uint64_t K = kLanes<compute_t<A>>;
   std::vector<A> partial(static_cast<std::size_t>(threads), identity<A>(O));
 #pragma omp parallel num_threads(threads)
   {

@@ -126,6 +126,9 @@ template <> inline constexpr bool is_half_v<bf16> = true;
 // Float element types: the built-in ones and the 16-bit ones.
 template <class T> inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
 
+// The type host code computes T in: float for f16 and bf16, T itself otherwise.
+template <class T> using compute_t = std::conditional_t<is_half_v<T>, float, T>;
+
 }  // namespace xr
 
 // numeric_limits of the 16-bit floats, so that generic code finds their infinity, limits and NaN.
