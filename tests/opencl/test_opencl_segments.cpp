@@ -61,6 +61,16 @@ std::vector<std::string> strategies(const Target& t, SegmentKind kind) {
 
 Dist dist_for(Op op) { return op == Op::Prod ? Dist::ExactProduct : Dist::Uniform; }
 
+// Each type of the device with one op, the op turning with the type and `turn`: called with a
+// turn that changes with the strategy and the shape, every op meets every type, strategy and
+// shape, at a quarter of the kernel builds of the whole product (each about 0.5 s in PoCL).
+std::vector<std::pair<DType, Op>> turning_ops(const Target& t, std::size_t turn) {
+  std::vector<std::pair<DType, Op>> out;
+  const auto types = types_of(t);
+  for (std::size_t i = 0; i < types.size(); ++i) out.emplace_back(types[i], all_ops[(i + turn) % kOpCount]);
+  return out;
+}
+
 HostBuffer read_back(const Target& t, cl_mem mem, DType type, u64 count) {
   HostBuffer b(type, count);
   if (count)
@@ -194,7 +204,9 @@ TEST_CASE("rows through cl_mem: every strategy on short to long rows, strides an
                                            {17, 4099, 4100}, {3, 70001, 0}, {1, 300007, 0}};
   for (auto& t : targets()) {
     CAPTURE(t.label());
-    for (const auto& s : strategies(t, SegmentKind::Rows)) {
+    const auto row_strategies = strategies(t, SegmentKind::Rows);
+    for (std::size_t si = 0; si < row_strategies.size(); ++si) {
+      const std::string& s = row_strategies[si];
       RunOptions o;
       o.kernel = s;
       for (const MatrixShape& shape : shapes)
@@ -206,15 +218,16 @@ TEST_CASE("rows through cl_mem: every strategy on short to long rows, strides an
                              std::to_string(shape.rows) + "x" + std::to_string(shape.cols) + " stride " +
                                  std::to_string(shape.stride) + " offset " + std::to_string(offset)));
         }
-      // Every op and type on three shapes.
-      for (const MatrixShape& shape : {MatrixShape{999, 4, 0}, MatrixShape{40, 517, 520}, MatrixShape{2, 50000, 0}})
-        for (DType type : types_of(t))
-          for (Op op : all_ops) {
-            const SegmentLayout layout = axis_layout(shape, 1);
-            const HostBuffer data = generate(type, layout.span() + 4, dist_for(op), 7);
-            check_axis(t, data, 4, shape, 1, op, o,
-                       name_of(s, op, type, std::to_string(shape.rows) + "x" + std::to_string(shape.cols)));
-          }
+      // Every type on three shapes, with ops turning over the shapes and strategies.
+      const MatrixShape typed[] = {{999, 4, 0}, {40, 517, 520}, {2, 50000, 0}};
+      for (std::size_t k = 0; k < std::size(typed); ++k)
+        for (const auto& [type, op] : turning_ops(t, si + k)) {
+          const MatrixShape& shape = typed[k];
+          const SegmentLayout layout = axis_layout(shape, 1);
+          const HostBuffer data = generate(type, layout.span() + 4, dist_for(op), 7);
+          check_axis(t, data, 4, shape, 1, op, o,
+                     name_of(s, op, type, std::to_string(shape.rows) + "x" + std::to_string(shape.cols)));
+        }
     }
   }
 }
@@ -225,7 +238,9 @@ TEST_CASE("columns through cl_mem: narrow, wide, strided and Fortran-order matri
       {70000, 2, 0}, {3000, 16, 0}, {33, 7, 9},   {64, 64, 0},       {100, 130, 0, Order::Fortran}};
   for (auto& t : targets()) {
     CAPTURE(t.label());
-    for (const auto& s : strategies(t, SegmentKind::Columns)) {
+    const auto column_strategies = strategies(t, SegmentKind::Columns);
+    for (std::size_t si = 0; si < column_strategies.size(); ++si) {
+      const std::string& s = column_strategies[si];
       RunOptions o;
       o.kernel = s;
       for (const MatrixShape& shape : shapes) {
@@ -242,14 +257,15 @@ TEST_CASE("columns through cl_mem: narrow, wide, strided and Fortran-order matri
                                  std::to_string(shape.stride) + " offset " + std::to_string(offset)));
         }
       }
-      for (const MatrixShape& shape : {MatrixShape{777, 4, 0}, MatrixShape{300, 301, 0}})
-        for (DType type : types_of(t))
-          for (Op op : all_ops) {
-            const SegmentLayout layout = axis_layout(shape, 0);
-            const HostBuffer data = generate(type, layout.span(), dist_for(op), 11);
-            check_axis(t, data, 0, shape, 0, op, o,
-                       name_of(s, op, type, std::to_string(shape.rows) + "x" + std::to_string(shape.cols)));
-          }
+      const MatrixShape typed[] = {{777, 4, 0}, {300, 301, 0}};
+      for (std::size_t k = 0; k < std::size(typed); ++k)
+        for (const auto& [type, op] : turning_ops(t, si + 2 * k)) {
+          const MatrixShape& shape = typed[k];
+          const SegmentLayout layout = axis_layout(shape, 0);
+          const HostBuffer data = generate(type, layout.span(), dist_for(op), 11);
+          check_axis(t, data, 0, shape, 0, op, o,
+                     name_of(s, op, type, std::to_string(shape.rows) + "x" + std::to_string(shape.cols)));
+        }
     }
   }
 }
@@ -257,7 +273,9 @@ TEST_CASE("columns through cl_mem: narrow, wide, strided and Fortran-order matri
 TEST_CASE("offsets through cl_mem: every strategy on empty, short, long and mixed segments") {
   for (auto& t : targets()) {
     CAPTURE(t.label());
-    for (const auto& s : strategies(t, SegmentKind::Offsets)) {
+    const auto offset_strategies = strategies(t, SegmentKind::Offsets);
+    for (std::size_t si = 0; si < offset_strategies.size(); ++si) {
+      const std::string& s = offset_strategies[si];
       RunOptions o;
       o.kernel = s;
       for (const auto& c : offset_cases()) {
@@ -267,11 +285,10 @@ TEST_CASE("offsets through cl_mem: every strategy on empty, short, long and mixe
         check_offsets_call(t, data, 3, offsets, Op::Sum, o, name_of(s, Op::Sum, DType::F32, c.name));
       }
       const auto offsets = offsets_of(random_lengths(1500, 70, 8));
-      for (DType type : types_of(t))
-        for (Op op : all_ops) {
-          const HostBuffer data = generate(type, static_cast<u64>(offsets.back()), dist_for(op), 9);
-          check_offsets_call(t, data, 0, offsets, op, o, name_of(s, op, type, "random 0..70"));
-        }
+      for (const auto& [type, op] : turning_ops(t, si)) {
+        const HostBuffer data = generate(type, static_cast<u64>(offsets.back()), dist_for(op), 9);
+        check_offsets_call(t, data, 0, offsets, op, o, name_of(s, op, type, "random 0..70"));
+      }
       // i32 sums: in i64 by default, wrapping in i32 with the native accumulator.
       const HostBuffer big = generate(DType::I32, static_cast<u64>(offsets.back()), Dist::Wide, 10);
       RunOptions native = o;
