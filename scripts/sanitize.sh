@@ -18,7 +18,8 @@ stages=("$@")
 jobs=$(nproc)
 # -O1, as the sanitizers' own documentation advises: it keeps their reports exact and takes a
 # fraction of -O2's compile time under instrumentation. -g1: line tables, all a report needs.
-flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DXREDUCE_CUDA=OFF)
+# No CUDA (no GPU to run it) and no MPI layer: no suite of these stages runs under mpirun.
+flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DXREDUCE_CUDA=OFF -DXREDUCE_MPI=OFF)
 # Prints how long the step took: "asan build: 123 s".
 timed() {
   local what=$1 start=$SECONDS
