@@ -17,6 +17,7 @@
 
 #include "exact.hpp"
 #include "policy.hpp"
+#include "widen.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
 
@@ -143,23 +144,48 @@ template <class T, class A> A sum_bytes(const T* x, std::uint64_t n) {
   return static_cast<A>(total);
 }
 
-// op over x[0, n) in kLanes independent lanes (a loop the compiler turns into SIMD), then the
-// lanes in order. Min and max of f16 and bf16 run in float lanes, rounded back exactly.
-template <Op O, class T, class A> A fold_in_lanes(const T* x, std::uint64_t n) {
-  if constexpr (O == Op::Sum && sizeof(T) == 1 && sizeof(A) == 8) {
-    return sum_bytes<T, A>(x, n);
-  } else {
-    using C = compute_t<A>;
-    constexpr std::uint64_t K = kLanes<C>;
-    C lane[K];
+// op over x[0, n) in kLanes independent lanes (a loop the compiler turns into SIMD), element i
+// into lane i % kLanes, then the lanes in order. Lanes of C (float for f16 and bf16) taking
+// elements of T.
+template <Op O, class C> struct Lanes {
+  static constexpr std::uint64_t K = kLanes<C>;
+  C lane[K];
+  Lanes() {
     for (auto& a : lane) a = identity<C>(O);
+  }
+  // The next n elements; n a multiple of K but for the last call.
+  template <class T> void add(const T* x, std::uint64_t n) {
     std::uint64_t i = 0;
     for (; i + K <= n; i += K)
       for (std::uint64_t j = 0; j < K; ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<C>(x[i + j]));
     for (std::uint64_t j = 0; i < n; ++i, ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<C>(x[i]));
+  }
+  C result() const {
     C r = identity<C>(O);
     for (const auto& a : lane) r = OpFn<O>::apply(r, a);
-    return static_cast<A>(r);
+    return r;
+  }
+};
+
+template <Op O, class T, class A> A fold_in_lanes(const T* x, std::uint64_t n) {
+  if constexpr (O == Op::Sum && sizeof(T) == 1 && sizeof(A) == 8) {
+    return sum_bytes<T, A>(x, n);
+  } else if constexpr (is_half_v<T>) {
+    // Widened a block at a time into floats (in L1), then folded as f32: the same lanes in the
+    // same order as element by element.
+    static_assert(kHalfBlock % Lanes<O, float>::K == 0);
+    alignas(64) float wide[kHalfBlock];
+    Lanes<O, float> lanes;
+    for (std::uint64_t i = 0; i < n; i += kHalfBlock) {
+      const std::uint64_t m = std::min(kHalfBlock, n - i);
+      widen(x + i, wide, m);
+      lanes.add(wide, m);
+    }
+    return static_cast<A>(lanes.result());
+  } else {
+    Lanes<O, compute_t<A>> lanes;
+    lanes.add(x, n);
+    return static_cast<A>(lanes.result());
   }
 }
 
@@ -246,10 +272,13 @@ template <class T> ExactSum::Raw exact_half_state(const T* x, std::uint64_t n, i
   std::vector<float> wide(static_cast<std::size_t>(std::min(n, kBlock)));
   ExactSum sum;
   for (std::uint64_t first = 0; first < n; first += kBlock) {
-    const auto len = static_cast<std::int64_t>(std::min(kBlock, n - first));
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (std::int64_t i = 0; i < len; ++i) wide[static_cast<std::size_t>(i)] = static_cast<float>(x[first + static_cast<std::uint64_t>(i)]);
-    sum.merge_raw(exact_sum_state(wide.data(), static_cast<std::uint64_t>(len), threads));
+    const std::uint64_t len = std::min(kBlock, n - first);
+#pragma omp parallel num_threads(threads)
+    {
+      const Span s = share(len, omp_get_thread_num(), omp_get_num_threads(), 8);
+      widen(x + first + s.lo, wide.data() + s.lo, s.hi - s.lo);
+    }
+    sum.merge_raw(exact_sum_state(wide.data(), len, threads));
   }
   return sum.raw();
 }

@@ -41,15 +41,19 @@ XR_HOST_DEVICE constexpr float float_of(std::uint32_t u) {
 #endif
 }
 
-// binary16 bits -> float, exactly; selects rather than branches, so that loops over it vectorise.
+// binary16 bits -> float, exactly. Every case is computed and one kept by masks, without a
+// branch or a conditional float operation, so that loops over it vectorise (g++ 12 leaves the
+// branching form scalar: half the rate on one core of an EPYC).
 XR_HOST_DEVICE constexpr float f16_to_float(std::uint16_t h) {
   constexpr std::uint32_t kExp = 0x7c00u << 13;
-  std::uint32_t o = (std::uint32_t(h) & 0x7fffu) << 13;  // exponent and significand, in place
+  const std::uint32_t o = (std::uint32_t(h) & 0x7fffu) << 13;  // exponent and significand, in place
   const std::uint32_t exp = o & kExp;
-  o += (127u - 15u) << 23;                               // rebias
-  if (exp == kExp) o += (128u - 16u) << 23;              // inf, NaN: the top exponent (payload kept)
-  else if (exp == 0) o = bits_of(float_of(o + (1u << 23)) - float_of(113u << 23));  // zero, subnormal: m * 2^-24
-  return float_of(o | (std::uint32_t(h) & 0x8000u) << 16);
+  const std::uint32_t normal = o + ((127u - 15u) << 23);           // rebias
+  const std::uint32_t top = normal + ((128u - 16u) << 23);         // inf, NaN: the top exponent, payload kept
+  const std::uint32_t small = bits_of(float_of(o + (113u << 23)) - float_of(113u << 23));  // zero, subnormal: m * 2^-24
+  const std::uint32_t is_top = 0u - std::uint32_t(exp == kExp), is_small = 0u - std::uint32_t(exp == 0);
+  const std::uint32_t r = (((top & is_top) | (normal & ~is_top)) & ~is_small) | (small & is_small);
+  return float_of(r | (std::uint32_t(h) & 0x8000u) << 16);
 }
 
 // float -> binary16 bits, rounded to nearest, ties to even.
