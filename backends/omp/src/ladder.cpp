@@ -170,9 +170,11 @@ template <Op O, class C> struct Lanes {
 template <Op O, class T, class A> A fold_in_lanes(const T* x, std::uint64_t n) {
   if constexpr (O == Op::Sum && sizeof(T) == 1 && sizeof(A) == 8) {
     return sum_bytes<T, A>(x, n);
-  } else if constexpr (is_half_v<T>) {
-    // Widened a block at a time into floats (in L1), then folded as f32: the same lanes in the
-    // same order as element by element.
+  } else if constexpr (std::is_same_v<T, f16>) {
+    // Widened a block at a time into floats (in L1, through F16C where the CPU has it), then
+    // folded as f32: the same lanes in the same order as element by element. bf16 converts in
+    // the lane loop (a shift): on 16 Xeon cores at 2^28, widening first took bf16 max from 50%
+    // of stream_read to 40%, and f16 sums from 15% to 83%.
     static_assert(kHalfBlock % Lanes<O, float>::K == 0);
     alignas(64) float wide[kHalfBlock];
     Lanes<O, float> lanes;

@@ -1,5 +1,5 @@
-// f16 and bf16 widened to float, n elements at a time: the host CPU reads them as floats (each
-// converts exactly), so the rungs fold blocks of them as f32.
+// f16 and bf16 widened to float, n elements at a time (each converts exactly): the rungs fold f16
+// a block of floats at a time, and exact sums of both take the f32 front end.
 #pragma once
 
 #include <cstdint>
