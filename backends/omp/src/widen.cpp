@@ -1,6 +1,7 @@
 #include "widen.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define XR_OMP_F16C 1
 #else
@@ -24,8 +25,13 @@ __attribute__((target("avx,f16c"))) void widen_f16c(const f16* x, float* out, st
   widen_portable(x + i, out + i, n - i);
 }
 
+// AVX enabled by the OS, and F16C (CPUID leaf 1, ECX bit 29: clang's __builtin_cpu_supports
+// does not know "f16c").
 bool have_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool yes = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+  }();
   return yes;
 }
 #endif
