@@ -15,6 +15,7 @@
 
 #include "xreduce/segments.hpp"
 #include "backend_suite.hpp"
+#include "turning_ops.hpp"
 #include "xreduce/xreduce.hpp"
 
 using namespace xr;
@@ -117,10 +118,7 @@ TEST_CASE("small shapes: every strategy, type, axis and order against the refere
     const MatrixShape& shape = kSmallShapes[k];
     for (int axis : {0, 1}) {
       const auto kind = axis_layout(shape, axis).kind;
-      const auto types = segment_dtypes();
-      for (std::size_t ti = 0; ti < types.size(); ++ti) {
-        const DType t = types[ti];
-        const Op op = all_ops[(ti + 2 * k + static_cast<std::size_t>(axis)) % kOpCount];
+      for (const auto& [t, op] : xr_test::turning_ops(segment_dtypes(), 2 * k + static_cast<std::size_t>(axis))) {
         const SegmentLayout l0 = axis_layout(shape, 0);
         const HostBuffer data = generate(t, std::max<std::uint64_t>(l0.span(), 1), dist_for(op), 7 + l0.span());
         for (const auto& s : strategies(*r, kind)) check_axis(*r, data, shape, axis, op, s);
@@ -168,12 +166,10 @@ TEST_CASE("segments: empty, single elements, empty beside huge, random lengths, 
     const auto offsets = offsets_of(c.lengths, 3);  // the first segment starts past the input's start
     // Each case takes each type with one op, the op turning with the case: over the six cases
     // every (op, type) pair, and every case meets every type and op.
-    for (DType t : segment_dtypes())
-      for (Op op : all_ops) {
-        if ((static_cast<std::size_t>(t) + k) % kOpCount != static_cast<std::size_t>(op)) continue;
-        const HostBuffer data = generate(t, static_cast<std::uint64_t>(offsets.back()) + 5, dist_for(op), 3);
-        for (const auto& s : strategies(*r, SegmentKind::Offsets)) check_offsets_run(*r, data, offsets, op, s, c.name);
-      }
+    for (const auto& [t, op] : xr_test::turning_ops(segment_dtypes(), k)) {
+      const HostBuffer data = generate(t, static_cast<std::uint64_t>(offsets.back()) + 5, dist_for(op), 3);
+      for (const auto& s : strategies(*r, SegmentKind::Offsets)) check_offsets_run(*r, data, offsets, op, s, c.name);
+    }
   }
   const auto huge = offsets_of({2, (1u << 24) + 3, 0, 5});
   for (DType t : {DType::F32, DType::I64}) {

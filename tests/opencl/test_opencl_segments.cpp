@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../turning_ops.hpp"
 #include "internal.hpp"
 #include "segments.hpp"
 #include "targets.hpp"
@@ -61,14 +62,9 @@ std::vector<std::string> strategies(const Target& t, SegmentKind kind) {
 
 Dist dist_for(Op op) { return op == Op::Prod ? Dist::ExactProduct : Dist::Uniform; }
 
-// Each type of the device with one op, the op turning with the type and `turn`: called with a
-// turn that changes with the strategy and the shape, every op meets every type, strategy and
-// shape, at a quarter of the kernel builds of the whole product (each about 0.5 s in PoCL).
+// The device's types, each with one op turning with `turn` (turning_ops.hpp).
 std::vector<std::pair<DType, Op>> turning_ops(const Target& t, std::size_t turn) {
-  std::vector<std::pair<DType, Op>> out;
-  const auto types = types_of(t);
-  for (std::size_t i = 0; i < types.size(); ++i) out.emplace_back(types[i], all_ops[(i + turn) % kOpCount]);
-  return out;
+  return xr_test::turning_ops(types_of(t), turn);
 }
 
 HostBuffer read_back(const Target& t, cl_mem mem, DType type, u64 count) {
