@@ -94,13 +94,16 @@ if has sweep; then
 fi
 
 if has types; then
-  # The narrow and unsigned integer types: auto against CUB on the GPU (u8 sums up to 2^32
-  # elements), then OpenMP against stream_read on the host CPU over 512 MiB of each type.
+  # The narrow, unsigned and 16-bit float types: auto against CUB on the GPU (u8 sums up to 2^32
+  # elements, f16 and bf16 up to 2^30), then OpenMP against stream_read on the host CPU over
+  # 512 MiB of each type.
   {
     "$B/bench/xr_bench_auto_vs_cub" --types u8 --lo 28 --hi 32
     "$B/bench/xr_bench_auto_vs_cub" --types i8,u32,u64,i32 --lo 28 --hi 28 | tail -4
     "$B/bench/xr_bench_auto_vs_cub" --types u8,i8 --op max --lo 28 --hi 28 | tail -2
-    for type_n in u8:2^29 i8:2^29 u32:2^27 u64:2^26 i32:2^27; do
+    "$B/bench/xr_bench_auto_vs_cub" --types f16,bf16 --lo 28 --hi 30
+    "$B/bench/xr_bench_auto_vs_cub" --types f16,bf16 --op max --lo 28 --hi 28 | tail -2
+    for type_n in u8:2^29 i8:2^29 u32:2^27 u64:2^26 i32:2^27 f16:2^28 bf16:2^28; do
       "$cli" -b omp --type "${type_n%:*}" --n "${type_n#*:}" --kernel all --repeat 10 --warmup 2
     done
   } >"$OUT/types.txt" 2>&1

@@ -1,7 +1,9 @@
 // xreduce: exact f32/f64 sums on OpenCL devices, OpenCL C 1.2 (the state layout and the method of
-// the CUDA kernels: docs/exact.md; the OpenCL specifics are described here).
+// the CUDA kernels: docs/exact.md; the OpenCL specifics are described here). f16 and bf16 are
+// summed as the f32 values they are exactly: read with vload_half, or by a shift.
 //
-//   XR_IN_T     float or double, XR_FP64 1 for double (the host's type options, from core's type table)
+//   XR_IN_T     float, double, half (f16) or ushort (bf16), XR_FP64 1 for double, XR_IN_HALF 1
+//               for f16 and 2 for bf16 (the host's type options, from core's type table)
 //   XR_ATOM64   1: the work-group accumulator is 68 __local longs updated with atom_add
 //               (cl_khr_int64_base_atomics); 0: each limb is a pair of __local uints updated
 //               with the core 32-bit atomic_add (low word, then the carry into the high word)
@@ -19,7 +21,7 @@
 // share of [offset, offset + n) to it (or stores it, when `accumulate` is 0).
 //
 // Inside a work-group every work-item reads tiles of 8 elements (two float4 or four double2
-// loads, coalesced: work-item lid takes packs lid, lid + L, ... of the group's tile, grid-stride
+// loads, two of four f16 or bf16; coalesced: work-item lid takes packs lid, lid + L, ... of the group's tile, grid-stride
 // over tiles) and keeps a private *window* [W - w, W] of binades from the largest exponent it
 // has seen (W = tile max + 2, moved when a tile's max rises above W or falls 8 binades below
 // it). Elements inside the window are summed exactly in registers:
@@ -136,6 +138,25 @@ inline void add_scaled(__local limb_word* L, long v, int pos) {
 
 // ---- element types ----
 
+#ifndef XR_IN_HALF
+#define XR_IN_HALF 0
+#endif
+// in_t: what the input holds; elem_t: the value summed. XR_ELEM reads element i of p as elem_t,
+// XR_ELEMS(W, p, i) elements i .. i + W - 1 as a vector.
+typedef XR_IN_T in_t;
+#if XR_IN_HALF == 1
+#define XR_ELEM(p, i) vload_half((i), (p))
+#define XR_ELEMS(W, p, i) XR_CAT(vload_half, W)(0, (p) + (i))
+#elif XR_IN_HALF == 2
+#define XR_ELEM(p, i) as_float((uint)(p)[i] << 16)
+#define XR_ELEMS(W, p, i) XR_CAT(as_float, W)(XR_CAT(convert_uint, W)(XR_CAT(vload, W)(0, (p) + (i))) << 16)
+#else
+#define XR_ELEM(p, i) ((p)[i])
+#define XR_ELEMS(W, p, i) XR_CAT(vload, W)(0, (p) + (i))
+#endif
+#define XR_CAT_(a, b) a##b
+#define XR_CAT(a, b) XR_CAT_(a, b)
+
 #if !XR_FP64
 typedef float elem_t;
 typedef float4 pack_t;
@@ -221,7 +242,7 @@ inline double window_sigma(uint w) {
 typedef float16 step_vec;
 typedef int16 key_vec;
 typedef double16 lane_vec;
-#define XR_LOAD vload16
+#define XR_RUN_W 16
 #define XR_STORE vstore16
 #define XR_KEYS(v) (as_int16(v) & 0x7fffffff)  // abs_key lane by lane
 #define XR_MASKED(v, keep) as_float16(as_int16(v) & (keep))  // +0 where !keep
@@ -237,7 +258,7 @@ inline uint max_key(int16 k) {
 typedef double8 step_vec;
 typedef int8 key_vec;
 typedef double8 lane_vec;
-#define XR_LOAD vload8
+#define XR_RUN_W 8
 #define XR_STORE vstore8
 #define XR_KEYS(v) (convert_int8(as_ulong8(v) >> 32) & 0x7fffffff)
 #define XR_MASKED(v, keep) as_double8(as_long8(v) & convert_long8(keep))
@@ -258,7 +279,7 @@ inline uint max_key(int8 k) {
 // prefetcher fell behind the pass on PoCL (2-core EPYC, 2^27 f32: 0.75-0.77x of the plain sum
 // without, 0.86-0.95x with), as in the OpenMP front end. Where the compiler has no __builtin_prefetch
 // (not clang) it is left out.
-#define XR_PREFETCH_ELEMS (2048 / sizeof(elem_t))
+#define XR_PREFETCH_ELEMS (2048 / sizeof(in_t))
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_prefetch)
 #define XR_PREFETCH(p) __builtin_prefetch(p)
@@ -289,7 +310,7 @@ inline void runs_step(step_vec v, int thr, int masked, XR_SIGMA_PARAM lane_vec* 
 // if none were a miss; if one is (rare: 2^-17 of uniform f32 data), the lanes go back to where
 // the block began and the block is added again without its misses. That saves the mask on
 // every element.
-inline uint runs_pass(__global const elem_t* x, uint steps, uint top_w, lane_vec* p, lane_vec* q,
+inline uint runs_pass(__global const in_t* x, uint steps, uint top_w, lane_vec* p, lane_vec* q,
                       ulong* miss_blocks) {
   const int thr = (int)window_thr(top_w);
 #if XR_FP64
@@ -304,7 +325,7 @@ inline uint runs_pass(__global const elem_t* x, uint steps, uint top_w, lane_vec
     key_vec low = (key_vec)(0x7fffffff);  // the block's smallest key: a miss iff below thr
     for (uint i = b; i < b_end; i += XR_STEP) {
       XR_PREFETCH(x + i + XR_PREFETCH_ELEMS);
-      const step_vec v = XR_LOAD(0, x + i);
+      const step_vec v = XR_ELEMS(XR_RUN_W, x, i);
       const key_vec k = XR_KEYS(v);
       keys = max(keys, k);
       low = min(low, k);
@@ -314,7 +335,7 @@ inline uint runs_pass(__global const elem_t* x, uint steps, uint top_w, lane_vec
       blocks |= 1UL << blk;
       lane_p = start_p;
       lane_q = start_q;
-      for (uint i = b; i < b_end; i += XR_STEP) runs_step(XR_LOAD(0, x + i), thr, 1, XR_SIGMA_ARG &lane_p, &lane_q);
+      for (uint i = b; i < b_end; i += XR_STEP) runs_step(XR_ELEMS(XR_RUN_W, x, i), thr, 1, XR_SIGMA_ARG &lane_p, &lane_q);
     }
   }
   *p = lane_p;
@@ -371,7 +392,7 @@ inline long scaled_int(double s, int pos) {
   } while (0)
 #endif
 
-__kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __global long* part, uint accumulate) {
+__kernel void xr_exact(__global const in_t* in, ulong offset, ulong n, __global long* part, uint accumulate) {
   __local limb_word L[XR_LOCAL_WORDS];
   __local uint group_flags;
   const uint lid = (uint)get_local_id(0);
@@ -406,12 +427,12 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
   double hi = 0.0, lo = 0.0;
 #endif
   for (ulong c = min(n, get_global_id(0) * run); c < run_end; c += XR_CHUNK) {
-    __global const elem_t* x = in + c;
+    __global const in_t* x = in + c;
     const uint m = (uint)min((ulong)XR_CHUNK, run_end - c);
     const uint steps = m / XR_STEP * XR_STEP;
     // The ragged end of the run (fewer than XR_STEP elements) joins the top.
     uint rest_key = 0;
-    for (uint i = steps; i < m; ++i) rest_key = max(rest_key, abs_key(x[i]));
+    for (uint i = steps; i < m; ++i) rest_key = max(rest_key, abs_key(XR_ELEM(x, i)));
     lane_vec lane_p, lane_q;
     ulong miss_blocks;
     uint key;
@@ -425,9 +446,9 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
     // (zeros, or f64 values with a zero high word) is looked at element by element.
     if (key != 0u) nnz = 1u;
     else
-      for (uint i = 0; i < m && !nnz; ++i) nnz = !is_neg_zero(x[i]);
+      for (uint i = 0; i < m && !nnz; ++i) nnz = !is_neg_zero(XR_ELEM(x, i));
     if (top > XR_MAX_TOP) {
-      for (uint i = 0; i < m; ++i) add_one(L, &flags, x[i]);
+      for (uint i = 0; i < m; ++i) add_one(L, &flags, XR_ELEM(x, i));
       continue;
     }
     const uint thr = window_thr(top_w);
@@ -438,19 +459,19 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
       if (!(miss_blocks & 1UL)) continue;
       const uint b = k * XR_BLOCK_ELEMS, b_end = min(steps, b + XR_BLOCK_ELEMS);
       for (uint i = b; i < b_end; ++i)
-        if (abs_key(x[i]) < thr) add_one(L, &flags, x[i]);
+        if (abs_key(XR_ELEM(x, i)) < thr) add_one(L, &flags, XR_ELEM(x, i));
     }
     for (uint i = steps; i < m; ++i) {
-      if (abs_key(x[i]) < thr) {
-        add_one(L, &flags, x[i]);
+      if (abs_key(XR_ELEM(x, i)) < thr) {
+        add_one(L, &flags, XR_ELEM(x, i));
         continue;
       }
 #if !XR_FP64
-      s += (double)x[i];
+      s += (double)XR_ELEM(x, i);
 #else
-      const double h = (x[i] + sigma) - sigma;
+      const double h = (XR_ELEM(x, i) + sigma) - sigma;
       hi += h;
-      lo += x[i] - h;
+      lo += XR_ELEM(x, i) - h;
 #endif
     }
     // The lanes and the ragged end are integers on the same grid: summed as integers first (each
@@ -484,20 +505,25 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
   // Whole packs start at the first 16-byte boundary; the head before it and the tail after
   // the last whole pack (fewer than 2 packs' worth) go digit by digit in work-group 0.
   const ulong addr = (ulong)(size_t)in;
-  ulong head = ((16 - (addr & 15)) & 15) / sizeof(elem_t);
+  ulong head = ((16 - (addr & 15)) & 15) / sizeof(in_t);
   if (head > n) head = n;
   const ulong npacks = (n - head) / XR_PER_PACK;
   const ulong tail_begin = head + npacks * XR_PER_PACK;
   if (group == 0) {
     const ulong extra = head + (n - tail_begin);
     for (ulong i = lid; i < extra; i += lsize) {
-      const elem_t x = in[i < head ? i : tail_begin + (i - head)];
+      const elem_t x = XR_ELEM(in, i < head ? i : tail_begin + (i - head));
       nnz |= !is_neg_zero(x);
       add_one(L, &flags, x);
     }
   }
 
-  __global const pack_t* packs = (__global const pack_t*)(in + head);
+  __global const in_t* tile_in = in + head;  // whole packs of XR_PER_PACK elements from here
+#if XR_IN_HALF
+#define XR_PACK_AT(j) XR_ELEMS(XR_PER_PACK, tile_in, (j) * XR_PER_PACK)
+#else
+#define XR_PACK_AT(j) (((__global const pack_t*)tile_in)[j])
+#endif
   const ulong tile = (ulong)lsize * XR_PACKS;  // packs per work-group iteration
   uint top_w = 0;   // window top W (biased exponent)
   uint thr = 0;     // kept iff abs_key >= thr
@@ -520,7 +546,7 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
     for (int u = 0; u < XR_PACKS; ++u) {
       const ulong j = base + lid + (ulong)u * lsize;
       valid[u] = j < npacks;
-      const pack_t q = valid[u] ? packs[j] : (pack_t)((elem_t)0);
+      const pack_t q = valid[u] ? XR_PACK_AT(j) : (pack_t)((elem_t)0);
 #if !XR_FP64
       v[4 * u] = q.x;
       v[4 * u + 1] = q.y;
@@ -591,10 +617,9 @@ __kernel void xr_exact(__global const elem_t* in, ulong offset, ulong n, __globa
 #pragma unroll
     for (int u = 0; u < XR_PACKS; ++u) valid_bits |= (uint)valid[u] << (u * XR_PER_PACK);
     miss &= valid_bits * ((1u << XR_PER_PACK) - 1u);
-    __global const elem_t* tile_elems = (__global const elem_t*)packs;
     for (int k = 0; miss != 0; ++k, miss >>= 1)
       if (miss & 1u)
-        add_one(L, &flags, tile_elems[(base + lid + (ulong)(k / XR_PER_PACK) * lsize) * XR_PER_PACK + k % XR_PER_PACK]);
+        add_one(L, &flags, XR_ELEM(tile_in, (base + lid + (ulong)(k / XR_PER_PACK) * lsize) * XR_PER_PACK + k % XR_PER_PACK));
   }
   if (have && count > 0) FLUSH();
 #endif

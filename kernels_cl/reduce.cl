@@ -1,9 +1,16 @@
 // xreduce: one reduction kernel for every OpenCL rung, specialised by -D options that the host
 // builds from core's op and type tables (backends/opencl: program_options):
 //
-//   XR_IN_T      input element type (OpenCL C name: char, uchar, int, uint, long, ulong, float, double)
-//   XR_ACC_T     accumulator type (sums of narrow integers accumulate in long or ulong)
-//   XR_ACC_BYTES its size, which decides the atomic extension of the finish
+//   XR_IN_T      input element type (OpenCL C name: char, uchar, int, uint, long, ulong, float,
+//                double; half for f16 and ushort, its bits, for bf16)
+//   XR_IN_HALF   1: the input is f16, read with vload_half (no extension needed); 2: bf16, read
+//                by a shift into the top of a float; absent: read as it is
+//   XR_ACC_T     accumulator type, what the kernel computes in (sums of narrow integers
+//                accumulate in long or ulong; f16 and bf16 in float)
+//   XR_OUT_T     the stored accumulator, what out and the partials hold: XR_ACC_T, except for
+//                min and max of f16 and bf16, whose float result is stored back as the input type
+//   XR_OUT_HALF  1 or 2 when XR_OUT_T is f16 or bf16 (as XR_IN_HALF)
+//   XR_ACC_BYTES size of XR_ACC_T, which decides the atomic extension of the finish
 //   XR_ACC_FLOAT 1 when the accumulator is a float type
 //   XR_FP64      1 when either type is double
 //   XR_IDENTITY  the op's identity in the accumulator type, as a literal
@@ -53,8 +60,19 @@
 #pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
 #endif
 
+#ifndef XR_IN_HALF
+#define XR_IN_HALF 0
+#endif
+#ifndef XR_OUT_HALF
+#define XR_OUT_HALF 0
+#endif
+#ifndef XR_OUT_T
+#define XR_OUT_T XR_ACC_T
+#endif
+
 typedef XR_IN_T in_t;
 typedef XR_ACC_T acc_t;
+typedef XR_OUT_T out_t;
 
 #define XR_CAT_(a, b) a##b
 #define XR_CAT(a, b) XR_CAT_(a, b)
@@ -97,18 +115,53 @@ typedef XR_ACC_T acc_t;
 #define XR_DEFINE_OP(name, T, W) \
   inline T name(T a, T b) { return XR_STEP(a, b, W); }
 
+// Reading element i of p as acc_t (XR_LOAD), and W elements from p + i as a vector of acc_t
+// (XR_LOADV): f16 through vload_half, bf16 by a shift, every other type by a conversion.
+#if XR_IN_HALF == 1
+#define XR_LOAD(p, i) vload_half((i), (p))
+#define XR_LOADV(W, p, i) XR_CAT(vload_half, W)(0, (p) + (i))
+#elif XR_IN_HALF == 2
+#define XR_LOAD(p, i) as_float((uint)(p)[i] << 16)
+#define XR_LOADV(W, p, i) XR_CAT(as_float, W)(XR_CAT(convert_uint, W)(XR_CAT(vload, W)(0, (p) + (i))) << 16)
+#else
+#define XR_LOAD(p, i) ((acc_t)(p)[i])
+#define XR_LOADV(W, p, i) XR_CAT(convert_, XR_CAT(XR_ACC_T, W))(XR_CAT(vload, W)(0, (p) + (i)))
+#endif
+// Storing v as element i of an out_t array: f16 by vstore_half, bf16 as the top of its bits
+// (exact either way: min and max of these types are values of the type).
+#if XR_OUT_HALF == 1
+#define XR_STORE(v, p, i) vstore_half((v), (i), (p))
+#elif XR_OUT_HALF == 2
+#define XR_STORE(v, p, i) ((p)[i] = (ushort)(as_uint(v) >> 16))
+#else
+#define XR_STORE(v, p, i) ((p)[i] = (v))
+#endif
+
 XR_DEFINE_OP(xr_op, acc_t, )
 #if XR_VEC
 typedef XR_CAT(XR_ACC_T, XR_VEC) acc_vec_t;
 XR_DEFINE_OP(xr_op_vec, acc_vec_t, XR_VEC)
 #endif
 #if XR_PACK
-typedef XR_CAT(XR_IN_T, XR_PACK) in_pack_t;
 typedef XR_CAT(XR_ACC_T, XR_PACK) acc_pack_t;
 XR_DEFINE_OP(xr_op_pack, acc_pack_t, XR_PACK)
+#if XR_IN_HALF
+// A pack of f16 or bf16 is loaded as its 16 bytes of bits, then converted in registers.
+typedef XR_CAT(ushort, XR_PACK) in_pack_t;
+inline acc_pack_t xr_pack_value(in_pack_t bits) {
+#if XR_IN_HALF == 1
+  return XR_CAT(vload_half, XR_PACK)(0, (const __private half*)&bits);
+#else
+  return XR_CAT(as_float, XR_PACK)(XR_CAT(convert_uint, XR_PACK)(bits) << 16);
+#endif
+}
+#else
+typedef XR_CAT(XR_IN_T, XR_PACK) in_pack_t;
+#define xr_pack_value(bits) XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_PACK))(bits)
+#endif
 #endif
 
-__kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global acc_t* out,
+__kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global out_t* out,
                         __local acc_t* scratch, uint k_arg) {
   const uint L = (uint)get_local_size(0);
   const uint lid = (uint)get_local_id(0);
@@ -133,11 +186,10 @@ __kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global
   for (; i + XR_K <= end; i += XR_K) {
 #pragma unroll
     for (uint a = 0; a < XR_K / XR_VEC; ++a)
-      acc_v[a] = xr_op_vec(acc_v[a], XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_VEC))(
-                                         XR_CAT(vload, XR_VEC)(0, in + i + a * XR_VEC)));
+      acc_v[a] = xr_op_vec(acc_v[a], XR_LOADV(XR_VEC, in, i + a * XR_VEC));
   }
   acc_t acc = XR_IDENTITY;  // the ragged end of the last run, element by element
-  for (; i < end; ++i) acc = xr_op(acc, (acc_t)in[i]);
+  for (; i < end; ++i) acc = xr_op(acc, XR_LOAD(in, i));
 #pragma unroll
   for (uint a = 1; a < XR_K / XR_VEC; ++a) acc_v[0] = xr_op_vec(acc_v[0], acc_v[a]);
   acc_t lanes[XR_VEC];
@@ -162,12 +214,12 @@ __kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global
     if ((t + 1) * ptile <= npacks) {
 #pragma unroll
       for (uint j = 0; j < XR_K; ++j)
-        acc_p[j] = xr_op_pack(acc_p[j], XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_PACK))(packs[base + (ulong)j * L]));
+        acc_p[j] = xr_op_pack(acc_p[j], xr_pack_value(packs[base + (ulong)j * L]));
     } else {
 #pragma unroll
       for (uint j = 0; j < XR_K; ++j) {
         const ulong p = base + (ulong)j * L;
-        if (p < npacks) acc_p[j] = xr_op_pack(acc_p[j], XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_PACK))(packs[p]));
+        if (p < npacks) acc_p[j] = xr_op_pack(acc_p[j], xr_pack_value(packs[p]));
       }
     }
   }
@@ -179,7 +231,7 @@ __kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global
 #pragma unroll
   for (uint j = 1; j < XR_PACK; ++j) acc = xr_op(acc, lanes[j]);
   if (get_group_id(0) == 0)
-    for (ulong i = lid; i < head + (n - tail); i += L) acc = xr_op(acc, (acc_t)in[i < head ? i : tail + (i - head)]);
+    for (ulong i = lid; i < head + (n - tail); i += L) acc = xr_op(acc, XR_LOAD(in, i < head ? i : tail + (i - head)));
 #elif XR_K > 0
   // K independent accumulators: the loads of a tile and their operations do not wait on one
   // another (more loads in flight on a GPU, SIMD lanes on a CPU).
@@ -196,12 +248,12 @@ __kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global
   for (ulong t = get_group_id(0); t < ntiles; t += get_num_groups(0)) {
     if ((t + 1) * tile <= n) {
 #pragma unroll
-      for (uint j = 0; j < XR_K; ++j) acc_j[j] = xr_op(acc_j[j], (acc_t)in[XR_INDEX(t, j)]);
+      for (uint j = 0; j < XR_K; ++j) acc_j[j] = xr_op(acc_j[j], XR_LOAD(in, XR_INDEX(t, j)));
     } else {
 #pragma unroll
       for (uint j = 0; j < XR_K; ++j) {
         const ulong i = XR_INDEX(t, j);
-        if (i < n) acc_j[j] = xr_op(acc_j[j], (acc_t)in[i]);
+        if (i < n) acc_j[j] = xr_op(acc_j[j], XR_LOAD(in, i));
       }
     }
   }
@@ -214,11 +266,11 @@ __kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global
   for (ulong t = get_group_id(0); t < ntiles; t += get_num_groups(0)) {
     const ulong base = t * tile + lid;
     if ((t + 1) * tile <= n) {
-      for (uint j = 0; j < K; ++j) acc = xr_op(acc, (acc_t)in[base + (ulong)j * L]);
+      for (uint j = 0; j < K; ++j) acc = xr_op(acc, XR_LOAD(in, base + (ulong)j * L));
     } else {
       for (uint j = 0; j < K; ++j) {
         const ulong i = base + (ulong)j * L;
-        if (i < n) acc = xr_op(acc, (acc_t)in[i]);
+        if (i < n) acc = xr_op(acc, XR_LOAD(in, i));
       }
     }
   }
@@ -246,7 +298,7 @@ __kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global
 
   if (lid == 0) {
 #if XR_FINISH == 0
-    out[get_group_id(0)] = scratch[0];
+    XR_STORE(scratch[0], out, get_group_id(0));
 #elif XR_FINISH == 1
     atom_add(out, scratch[0]);
 #elif XR_FINISH == 2

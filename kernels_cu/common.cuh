@@ -73,7 +73,9 @@ template <xr::Op O, class T> __device__ __forceinline__ T block_reduce(T v) {
 
 // Load bypassing L1 (partials written by other blocks of the same grid).
 template <class T> __device__ __forceinline__ T load_cg(const T* p) {
-  if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
+  if constexpr (xr::is_half_v<T>) {
+    return T::from_bits(__ldcg(reinterpret_cast<const unsigned short*>(p)));
+  } else if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
     return static_cast<T>(__ldcg(reinterpret_cast<const long long*>(p)));
   } else {
     return __ldcg(p);

@@ -1,4 +1,5 @@
-// Exact f32/f64 sums on the GPU (docs/exact.md, "Device kernels"). Device code only; the
+// Exact f32/f64 sums on the GPU, and of f16 and bf16 (each exactly an f32: they are read as
+// 16-byte packs of eight and summed as f32) (docs/exact.md, "Device kernels"). Device code only; the
 // launcher is backends/cuda/exact_sum.cu.
 //
 // Per warp, per tile of 8 elements a thread: the tile's largest exponent (a warp max) keeps
@@ -15,6 +16,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "xreduce/half.hpp"
 
 namespace xr::kern::exact {
 
@@ -40,12 +43,10 @@ struct RawOut {  // ExactSum::Raw-compatible: limbs then flags
   u32 pad;
 };
 
-// Elements a thread takes per tile: two 16-byte packs (f32) or four (f64).
+// The arithmetic of the compute type T (f32 or f64): window and flush limits.
 template <class T> struct Traits;
 template <> struct Traits<float> {
   using Bits = u32;
-  using Pack = float4;
-  static constexpr int kPerPack = 4, kPacks = 2;
   static constexpr int kWindow = 20;         // binades kept below the window top
   static constexpr int kMaxTerms = 512;      // per thread between flushes (9 + 20 + 24 = 53 bits)
   static constexpr u32 kSpecialExp = 255;
@@ -53,14 +54,28 @@ template <> struct Traits<float> {
 };
 template <> struct Traits<double> {
   using Bits = ull;
-  using Pack = double2;
-  static constexpr int kPerPack = 2, kPacks = 4;
   static constexpr int kWindow = 32;         // 52 - 2 * log2(kMaxTerms)
   static constexpr int kMaxTerms = 1024;     // log2 = 10
   static constexpr u32 kSpecialExp = 2047;
   static constexpr u32 kMaxWindowTop = 2034; // sigma = 1.5 * 2^(W - 1023 + 12) stays finite
 };
-template <class T> constexpr int kPerThread = Traits<T>::kPerPack * Traits<T>::kPacks;  // 8
+// How the stored type In is read: 16-byte packs of kPerPack elements, kPacks per thread per
+// tile (8 elements), each converted to compute_t<In> exactly.
+template <class In> struct Loads {
+  static constexpr int kPerPack = 16 / sizeof(In);
+  static constexpr int kPacks = 8 / kPerPack;
+  struct alignas(16) Pack {
+    In v[kPerPack];
+  };
+  static __device__ __forceinline__ void load(const Pack* p, compute_t<In> (&v)[kPerPack]) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);  // one 16-byte load
+    Pack q;
+    __builtin_memcpy(&q, &raw, sizeof(Pack));
+#pragma unroll
+    for (int k = 0; k < kPerPack; ++k) v[k] = static_cast<compute_t<In>>(q.v[k]);
+  }
+};
+template <class In> constexpr int kPerThread = Loads<In>::kPerPack * Loads<In>::kPacks;  // 8
 
 // ---- the superaccumulator in shared memory ----
 
@@ -231,23 +246,15 @@ template <> struct Window<double> {
   }
 };
 
-template <class T> __device__ __forceinline__ void load_pack(const typename Traits<T>::Pack* p, T (&v)[Traits<T>::kPerPack]) {
-  const typename Traits<T>::Pack q = *p;
-  if constexpr (sizeof(T) == 4) {
-    v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
-  } else {
-    v[0] = q.x; v[1] = q.y;
-  }
-}
-
-// The kernel. `in` is aligned to sizeof(T); the unaligned head (before the first 16-byte
+// The kernel. `in` is aligned to sizeof(In); the unaligned head (before the first 16-byte
 // boundary) and the tail (after the last whole pack) are added one by one by block 0.
 // blockDim.x: a multiple of 32, at most 512 (kMaxBlock). Any grid (<= 2^30 blocks).
-template <class T>
-__global__ void __launch_bounds__(512) k_exact_sum(const T* __restrict__ in, u64 n, Global* g, RawOut* out) {
+template <class In>
+__global__ void __launch_bounds__(512) k_exact_sum(const In* __restrict__ in, u64 n, Global* g, RawOut* out) {
+  using T = compute_t<In>;
   using Tr = Traits<T>;
-  using Pack = typename Tr::Pack;
-  constexpr int PP = Tr::kPerPack, NP = Tr::kPacks, PT = PP * NP;
+  using Pack = typename Loads<In>::Pack;
+  constexpr int PP = Loads<In>::kPerPack, NP = Loads<In>::kPacks, PT = PP * NP;
   __shared__ i64 L[kLimbs];
   __shared__ u32 block_flags;
   __shared__ bool is_last;
@@ -258,14 +265,14 @@ __global__ void __launch_bounds__(512) k_exact_sum(const T* __restrict__ in, u64
   u32 flags = 0;     // NaN / inf flags of this thread
   u32 nnz = 0;       // a term that is not -0
   const auto addr = reinterpret_cast<std::uintptr_t>(in);
-  u64 head = ((16u - (addr & 15u)) & 15u) / sizeof(T);
+  u64 head = ((16u - (addr & 15u)) & 15u) / sizeof(In);
   if (head > n) head = n;
   const u64 npacks = (n - head) / PP;
   const u64 tail_begin = head + npacks * PP;
   if (blockIdx.x == 0) {
     const u64 extra = head + (n - tail_begin);  // < 2 * PP
     if (threadIdx.x < extra) {
-      const T x = in[threadIdx.x < head ? threadIdx.x : tail_begin + (threadIdx.x - head)];
+      const T x = static_cast<T>(in[threadIdx.x < head ? threadIdx.x : tail_begin + (threadIdx.x - head)]);
       nnz |= !is_neg_zero(x);
       add_one(L, flags, x);
     }
@@ -285,7 +292,7 @@ __global__ void __launch_bounds__(512) k_exact_sum(const T* __restrict__ in, u64
       const u64 j = base + threadIdx.x + u64(u) * blockDim.x;
       valid[u] = j < npacks;
       T t[PP];
-      if (valid[u]) load_pack<T>(packs + j, t);
+      if (valid[u]) Loads<In>::load(packs + j, t);
       else
 #pragma unroll
         for (int k = 0; k < PP; ++k) t[k] = T(0);

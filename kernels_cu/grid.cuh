@@ -94,21 +94,24 @@ __device__ __forceinline__ Acc sum_byte_packs(const Pack<In> (&r)[K]) {
 }
 
 // Combines the elements of K packs as a balanced tree (shorter rounding chains and more
-// instruction-level parallelism than a running sum).
+// instruction-level parallelism than a running sum). Min and max of f16 and bf16 compare in
+// float (compute_t): each element is converted once, and the winner, an input, converts back
+// exactly.
 template <xr::Op O, class Acc, class In, unsigned K>
 __device__ __forceinline__ Acc reduce_packs(const Pack<In> (&r)[K]) {
   if constexpr (O == xr::Op::Sum && std::is_integral_v<In> && sizeof(In) == 1) return sum_byte_packs<Acc>(r);
+  using Work = xr::compute_t<Acc>;
   constexpr unsigned V = Pack<In>::size, M = K * V;
-  Acc t[M];
+  Work t[M];
 #pragma unroll
   for (unsigned u = 0; u < K; ++u)
 #pragma unroll
-    for (unsigned k = 0; k < V; ++k) t[u * V + k] = static_cast<Acc>(r[u].v[k]);
+    for (unsigned k = 0; k < V; ++k) t[u * V + k] = static_cast<Work>(r[u].v[k]);
 #pragma unroll
   for (unsigned w = 1; w < M; w *= 2)
 #pragma unroll
     for (unsigned j = 0; j + w < M; j += 2 * w) t[j] = apply<O>(t[j], t[j + w]);
-  return t[0];
+  return Acc(t[0]);
 }
 
 // Packs i, i + step, ... below end, U loads in flight, combined into one value.

@@ -258,11 +258,8 @@ TEST_CASE("kernels() describes a usable ladder") {
     CHECK_MESSAGE(k.note.find('\n') == std::string::npos, k.name, " note is one line");
     if (k.kind == KernelKind::Auto) {
       has_auto = true;
-      // The CUDA and OpenCL kernels read no f16 or bf16: there auto takes every other type.
-      const bool halves = g_backend == "omp";
       for (Op op : all_ops)
-        for (DType t : all_dtypes)
-          if (halves || !is_half(t)) CHECK_MESSAGE(k.supports(op, t), "auto supports every op and type");
+        for (DType t : all_dtypes) CHECK_MESSAGE(k.supports(op, t), "auto supports every op and type");
     }
   }
   CHECK(has_auto);

@@ -18,9 +18,11 @@
 #include <vector>
 
 #include "exact_inputs.hpp"
+#include "xreduce/buffer.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/exact.hpp"
 #include "xreduce/reducer.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/registry.hpp"
 
 using namespace xr::test_inputs;
@@ -323,6 +325,32 @@ TEST_CASE("exact on every device backend: random sizes, block sizes and grids") 
     for_backend(backend, [](xr::Reducer& r, const std::string& b) {
       random_sizes<double>(r, b);
       random_sizes<float>(r, b);
+    });
+}
+
+// f16 and bf16 sums, summed as the f32 values they are: the bits of the host reference (its exact
+// sum, checked against MPFR in test_exact.cpp), on every shape, from an aligned start and from
+// one 2 bytes past it.
+TEST_CASE("exact on every device backend: f16 and bf16 sums") {
+  for (const char* backend : kDeviceBackends)
+    for_backend(backend, [](xr::Reducer& r, const std::string& b) {
+      std::uint64_t seed = 31;
+      for (const xr::DType t : {xr::DType::F16, xr::DType::BF16})
+        for (const u64 n : {u64{1}, u64{7}, u64{1025}, (u64{1} << 20) + 3})
+          for (const xr::Dist d : {xr::Dist::Uniform, xr::Dist::Cancel, xr::Dist::Wide, xr::Dist::Special}) {
+            const xr::HostBuffer x = xr::generate(t, n + 1, d, ++seed);
+            for (const u64 skip : {u64{0}, u64{1}}) {
+              const xr::HostArray in{static_cast<const char*>(x.view().data) + skip * 2, n, t};
+              const xr::Reference ref = xr::reference_reduce(in, xr::Op::Sum);
+              for (const auto& o : shapes(b, n < 2000)) {
+                const xr::Result res = r.reduce(in, xr::Op::Sum, o);
+                INFO(b << ": " << xr::to_string(t) << " " << xr::to_string(d) << " n = " << n << " skip " << skip
+                       << ", " << describe(o) << ": got " << res.value.to_string() << ", want "
+                       << ref.value.to_string());
+                CHECK(res.value.same_bits(ref.value));
+              }
+            }
+          }
     });
 }
 

@@ -14,19 +14,19 @@ namespace {
 struct Cub {
   static constexpr const char* name = "cub";
   template <class In, class Acc, Op O, class N> static int reduce(const Launch& L, N n) {
-    const In* in = static_cast<const In*>(L.in);
-    Acc* out = static_cast<Acc*>(L.out);
+    const auto* in = static_cast<const cub_t<In>*>(L.in);
+    auto* out = static_cast<cub_t<Acc>*>(L.out);
     Workspace::CubTempSize& size = L.ws->cub_temp_size();
     const void* instantiation = reinterpret_cast<const void*>(&reduce<In, Acc, O, N>);
     if (size.instantiation != instantiation || size.n != static_cast<u64>(n)) {
       std::size_t query = 0;
-      check(cub::DeviceReduce::Reduce(nullptr, query, in, out, n, CubOp<Acc, O>{}, xr::identity<Acc>(O), L.stream),
+      check(cub::DeviceReduce::Reduce(nullptr, query, in, out, n, CubOp<Acc, O>{}, cub_identity<Acc, O>(), L.stream),
             "cub::DeviceReduce::Reduce (temp size)");
       size = {instantiation, static_cast<u64>(n), query};
     }
     std::size_t bytes = size.bytes;
     void* temp = L.ws->scratch(2, std::max<std::size_t>(bytes, 1));
-    check(cub::DeviceReduce::Reduce(temp, bytes, in, out, n, CubOp<Acc, O>{}, xr::identity<Acc>(O), L.stream),
+    check(cub::DeviceReduce::Reduce(temp, bytes, in, out, n, CubOp<Acc, O>{}, cub_identity<Acc, O>(), L.stream),
           "cub::DeviceReduce::Reduce");
     check_launch("cub::DeviceReduce::Reduce");
     return 0;

@@ -22,8 +22,8 @@ template <class List> constexpr bool lists(const List& types, DType t) {
 }
 
 // entry.fn[op][type][accumulator] = &Rung::run<T, accumulator_t<O, T, A>, O> for every op of
-// core's table and every element type in Types (dtypes_but_half: the CUDA kernels read no f16 or
-// bf16; classic_dtypes for the shared-memory trees and the nested launches).
+// core's table and every element type in Types (all_dtypes; classic_dtypes for the shared-memory
+// trees and the nested launches).
 template <class Rung, const auto& Types> void fill_runs(RungEntry& e) {
   for_each_op([&](auto op_fn) {
     constexpr Op O = decltype(op_fn)::op;
@@ -40,7 +40,7 @@ template <class Rung, const auto& Types> void fill_runs(RungEntry& e) {
   });
 }
 
-template <class Rung, const auto& Types = dtypes_but_half>
+template <class Rung, const auto& Types = all_dtypes>
 RungEntry make_entry(std::string note, KernelKind kind, unsigned default_block, BlockRule blocks) {
   RungEntry e;
   e.info.name = Rung::name;

@@ -1,4 +1,4 @@
-// Host launcher of the exact f32/f64 sum kernel (kernels_cu/exact.cuh).
+// Host launcher of the exact sum kernel of f32, f64, f16 and bf16 (kernels_cu/exact.cuh).
 #include "exact.hpp"
 
 #include <algorithm>
@@ -68,10 +68,8 @@ template <class T> std::uint64_t resolve_grid(std::uint64_t grid, unsigned block
   return std::clamp<std::uint64_t>(needed, 1, full);
 }
 
-}  // namespace
-
 template <class T>
-ExactLaunch enqueue_exact_sum(const T* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws, unsigned block, std::uint64_t grid) {
+ExactLaunch enqueue_typed(const T* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws, unsigned block, std::uint64_t grid) {
   if (n > 0 && dev == nullptr) throw InvalidArgument("cuda: exact sum: null device pointer with n > 0");
   if (reinterpret_cast<std::uintptr_t>(dev) % sizeof(T) != 0)
     throw InvalidArgument("cuda: exact sum: the device pointer is not aligned to the element size");
@@ -88,6 +86,8 @@ ExactLaunch enqueue_exact_sum(const T* dev, std::uint64_t n, cudaStream_t s, Exa
   return L;
 }
 
+}  // namespace
+
 ExactSum::Raw read_exact_state(const ExactAccumulator& ws, std::uint64_t n) {
   const auto* out = static_cast<const ke::RawOut*>(ws.host_result());
   ExactSum::Raw r;
@@ -97,17 +97,15 @@ ExactSum::Raw read_exact_state(const ExactAccumulator& ws, std::uint64_t n) {
   return r;
 }
 
-template <class T>
-ExactLaunch exact_sum(const T* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws, unsigned block, std::uint64_t grid) {
-  ExactLaunch L = enqueue_exact_sum(dev, n, s, ws, block, grid);
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize after the exact sum");
-  L.raw = read_exact_state(ws, n);
-  return L;
+ExactLaunch enqueue_exact_sum(DType type, const void* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws,
+                              unsigned block, std::uint64_t grid) {
+  if (!is_float(type))
+    throw InvalidArgument("cuda: exact sum: " + std::string(to_string(type)) + " is not a float type");
+  return visit_dtype(type, [&](auto t) -> ExactLaunch {
+    using T = decltype(t);
+    if constexpr (is_float_v<T>) return enqueue_typed(static_cast<const T*>(dev), n, s, ws, block, grid);
+    else return {};  // not reached: checked above
+  });
 }
-
-template ExactLaunch enqueue_exact_sum<float>(const float*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned, std::uint64_t);
-template ExactLaunch enqueue_exact_sum<double>(const double*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned, std::uint64_t);
-template ExactLaunch exact_sum<float>(const float*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned, std::uint64_t);
-template ExactLaunch exact_sum<double>(const double*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned, std::uint64_t);
 
 }  // namespace xr::cuda::detail

@@ -1,9 +1,10 @@
-// Exact f32/f64 sums on a CUDA device (docs/exact.md, "Device kernels"): one launch leaves
-// the exact sum as an xr::ExactSum::Raw state, which the host merges and rounds:
+// Exact f32, f64, f16 and bf16 sums on a CUDA device (docs/exact.md, "Device kernels"): one
+// launch leaves the exact sum as an xr::ExactSum::Raw state, which the host merges and rounds:
 //
 //   xr::cuda::detail::ExactAccumulator ws(device);           // once per (device, stream); cached memory
-//   auto r = xr::cuda::detail::sum(dev_ptr, n, stream, ws);
-//   xr::ExactSum acc; acc.merge_raw(r.raw); float v = acc.to_float();
+//   enqueue_exact_sum(DType::F32, dev_ptr, n, stream, ws);
+//   cudaStreamSynchronize(stream);
+//   xr::ExactSum acc; acc.merge_raw(read_exact_state(ws, n)); float v = acc.to_float();
 //
 // Bit-identical results for every block size, grid and alignment (the state is exact).
 #pragma once
@@ -13,6 +14,7 @@
 #include <cstdint>
 
 #include "xreduce/exact.hpp"
+#include "xreduce/types.hpp"
 
 namespace xr::cuda::detail {
 
@@ -56,27 +58,12 @@ constexpr unsigned kExactMaxBlock = 512;
 bool exact_block_ok(unsigned block);
 
 // Enqueues the kernel and the copy of the state into ws.host_result() on stream s; the state
-// is valid after the stream synchronises (then call read_exact_state()). Returns what enqueue_sum ran.
-// dev: device memory of T (aligned to sizeof(T)); any n >= 0. Throws InvalidArgument for a
-// bad block or grid, DeviceError for CUDA errors.
-template <class T>
-ExactLaunch enqueue_exact_sum(const T* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws, unsigned block = 0,
-                    std::uint64_t grid = 0);
+// is valid after the stream synchronises (then call read_exact_state()). Returns what it ran.
+// dev: device memory of `type` (f32, f64, f16 or bf16), aligned to its size; any n >= 0.
+// Throws InvalidArgument for another type, a bad block or grid, DeviceError for CUDA errors.
+ExactLaunch enqueue_exact_sum(DType type, const void* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws,
+                              unsigned block = 0, std::uint64_t grid = 0);
 // The state in ws.host_result(), with kFlagAny set for n > 0 (ExactSum's flags exactly).
 ExactSum::Raw read_exact_state(const ExactAccumulator& ws, std::uint64_t n);
-
-// enqueue + cudaStreamSynchronize + read.
-template <class T>
-ExactLaunch exact_sum(const T* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws, unsigned block = 0,
-                std::uint64_t grid = 0);
-
-extern template ExactLaunch enqueue_exact_sum<float>(const float*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned,
-                                           std::uint64_t);
-extern template ExactLaunch enqueue_exact_sum<double>(const double*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned,
-                                            std::uint64_t);
-extern template ExactLaunch exact_sum<float>(const float*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned,
-                                       std::uint64_t);
-extern template ExactLaunch exact_sum<double>(const double*, std::uint64_t, cudaStream_t, ExactAccumulator&, unsigned,
-                                        std::uint64_t);
 
 }  // namespace xr::cuda::detail

@@ -90,11 +90,7 @@ Result run_timed(DeviceState& ds, Workspace& ws, const Prepared& p, const RunOpt
     ExactAccumulator& acc = ws.exact_accumulator();
     const unsigned block = opt.block_size ? opt.block_size : kExactDefaultBlock;
     const ExactLaunch l = time_launches(ws, opt, [&] {
-      return p.type == DType::F32
-                 ? enqueue_exact_sum(static_cast<const float*>(p.launch.in), p.launch.n, ws.stream(), acc, block,
-                                     opt.grid_size)
-                 : enqueue_exact_sum(static_cast<const double*>(p.launch.in), p.launch.n, ws.stream(), acc, block,
-                                     opt.grid_size);
+      return enqueue_exact_sum(p.type, p.launch.in, p.launch.n, ws.stream(), acc, block, opt.grid_size);
     }, times);
     check(cudaStreamSynchronize(ws.stream()), "cudaStreamSynchronize");
     xr::detail::set_exact(r, read_exact_state(acc, p.launch.n), p.type);

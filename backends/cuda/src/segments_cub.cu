@@ -44,21 +44,21 @@ template <bool Rows> struct CubSegments : NoSharedMemory {
   template <class In, class Acc, Op O> static const void* kernel() { return nullptr; }
   template <class In, class Acc, Op O, class Begin, class End, class Out>
   static void reduce(const SegmentLaunch& L, Begin begin, End end, Out out) {
-    const In* in = static_cast<const In*>(L.in);
+    const auto* in = static_cast<const cub_t<In>*>(L.in);
     const auto count = static_cast<i64>(L.count);
     SegmentScratch::CubSize& size = L.scratch->cub_size();
     const void* instantiation = reinterpret_cast<const void*>(&reduce<In, Acc, O, Begin, End, Out>);
     if (size.instantiation != instantiation || size.count != L.count) {
       std::size_t query = 0;
       check(cub::DeviceSegmentedReduce::Reduce(nullptr, query, in, out, count, begin, end, CubOp<Acc, O>{},
-                                               xr::identity<Acc>(O), L.stream),
+                                               cub_identity<Acc, O>(), L.stream),
             "cub::DeviceSegmentedReduce::Reduce (temp size)");
       size = {instantiation, L.count, query};
     }
     std::size_t bytes = size.bytes;
     void* temp = L.scratch->buffer(SegmentScratch::CubTemp, bytes);
     check(cub::DeviceSegmentedReduce::Reduce(temp, bytes, in, out, count, begin, end, CubOp<Acc, O>{},
-                                             xr::identity<Acc>(O), L.stream),
+                                             cub_identity<Acc, O>(), L.stream),
           "cub::DeviceSegmentedReduce::Reduce");
     check_launch("cub::DeviceSegmentedReduce::Reduce");
   }

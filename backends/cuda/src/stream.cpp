@@ -36,8 +36,7 @@ void record(cudaEvent_t e, cudaStream_t s) { check(cudaEventRecord(e, s), "cudaE
 ExactLaunch enqueue_exact(DType type, const void* dev, u64 n, cudaStream_t s, ExactAccumulator& acc,
                           const RunOptions& opt) {
   const unsigned block = opt.block_size ? opt.block_size : kExactDefaultBlock;
-  return type == DType::F32 ? enqueue_exact_sum(static_cast<const float*>(dev), n, s, acc, block, opt.grid_size)
-                            : enqueue_exact_sum(static_cast<const double*>(dev), n, s, acc, block, opt.grid_size);
+  return enqueue_exact_sum(type, dev, n, s, acc, block, opt.grid_size);
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ ExactVariant exact_variant(const DeviceCaps& caps, DType type, const Rung* rung)
   ExactVariant v;
   const int atomics = g_force_atomics.load();
   v.atom64 = caps.int64_base && atomics != 0;
-  if (type == DType::F32) {
+  if (compute_dtype(type) == DType::F32) {  // f16 and bf16 are summed as f32
     const int f32_int = g_force_f32_int.load();
     v.f32_int = !caps.fp64 || f32_int == 1;
   } else {
@@ -164,7 +164,7 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   xr::detail::set_exact(res, raw, rq.type);
   res.finish = std::string("exact: work-group superaccumulators (") +
                (variant.atom64 ? "64-bit local atomics" : "32-bit local atomic pairs") +
-               (rq.type == DType::F32 ? (variant.f32_int ? ", integer window sums" : ", double window sums") : "") +
+               (compute_dtype(rq.type) == DType::F32 ? (variant.f32_int ? ", integer window sums" : ", double window sums") : "") +
                (variant.runs ? ", contiguous runs in chunks" : "") +
                "), " + std::to_string(groups) + " x " + std::to_string(local) +
                (merged ? ", columns merged on the device" : "") + ", rounded once on the host";

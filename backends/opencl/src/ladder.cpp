@@ -29,7 +29,7 @@ std::string auto_rung_name(const DeviceCaps& caps) {
 namespace {
 std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
   std::vector<DType> types, classic_types;
-  for (DType t : dtypes_but_half)  // the OpenCL kernels read no f16 or bf16
+  for (DType t : all_dtypes)
     if (caps.fp64 || t != DType::F64) types.push_back(t);
   for (DType t : classic_dtypes)
     if (caps.fp64 || t != DType::F64) classic_types.push_back(t);
@@ -140,7 +140,9 @@ namespace {
 // `v` as an OpenCL C literal of its type: hexadecimal floats (exact), infinities by name, the
 // most negative integer as an expression (its magnitude has no literal of the type).
 template <class T> std::string opencl_literal(T v) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_half_v<T>) {
+    return opencl_literal(static_cast<float>(v));  // f16 and bf16 compute in float
+  } else if constexpr (std::is_floating_point_v<T>) {
     if (std::isinf(v)) return v < 0 ? "(-INFINITY)" : "INFINITY";
     char buf[64];
     std::snprintf(buf, sizeof buf, "(%a%s)", static_cast<double>(v), sizeof(T) == 4 ? "f" : "");
@@ -162,10 +164,15 @@ std::string upper(std::string_view s) {
 }  // namespace
 
 std::string type_options(DType in, DType acc) {
-  const TypeInfo &i = type_info(in), &a = type_info(acc);
-  return " -DXR_IN_T=" + std::string(i.opencl) + " -DXR_ACC_T=" + std::string(a.opencl) +
-         " -DXR_ACC_BYTES=" + std::to_string(a.size) + " -DXR_ACC_FLOAT=" + (a.is_float ? "1" : "0") +
-         " -DXR_FP64=" + (in == DType::F64 || acc == DType::F64 ? "1" : "0");
+  // f16 and bf16 are stored as themselves (XR_IN_HALF, XR_OUT_HALF) and computed in float.
+  const auto half_code = [](DType t) { return t == DType::F16 ? "1" : "2"; };
+  const TypeInfo &i = type_info(in), &a = type_info(acc), &c = type_info(compute_dtype(acc));
+  std::string o = " -DXR_IN_T=" + std::string(i.opencl) + " -DXR_ACC_T=" + std::string(c.opencl) +
+                  " -DXR_ACC_BYTES=" + std::to_string(c.size) + " -DXR_ACC_FLOAT=" + (c.is_float ? "1" : "0") +
+                  " -DXR_FP64=" + (in == DType::F64 || acc == DType::F64 ? "1" : "0");
+  if (i.is_half) o += std::string(" -DXR_IN_HALF=") + half_code(in);
+  if (a.is_half) o += " -DXR_OUT_T=" + std::string(a.opencl) + " -DXR_OUT_HALF=" + half_code(acc);
+  return o;
 }
 
 std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, Finish finish, bool contiguous,
@@ -295,11 +302,11 @@ const Rung& find_rung(const std::vector<Rung>& table, const std::string& name) {
   throw InvalidArgument("unknown opencl kernel '" + name + "' (known: " + known + ")");
 }
 
-// The largest work-group this kernel may run with for accumulator size `acc_bytes`.
-std::size_t work_group_limit(const CachedKernel& k, const DeviceCaps& caps, std::size_t acc_bytes) {
+// The largest work-group this kernel may run with for work-group values of `value_bytes` each.
+std::size_t work_group_limit(const CachedKernel& k, const DeviceCaps& caps, std::size_t value_bytes) {
   std::size_t limit = std::min(k.work_group_max, caps.max_work_group);
   const std::uint64_t local_left = caps.local_mem > k.local_mem_used ? caps.local_mem - k.local_mem_used : 0;
-  limit = std::min<std::uint64_t>(limit, local_left / acc_bytes);
+  limit = std::min<std::uint64_t>(limit, local_left / value_bytes);
   return std::max<std::size_t>(limit, 1);
 }
 
@@ -370,6 +377,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
 
   const DType acc = result_dtype(rq.op, rq.type, opt.accumulator);
   const std::size_t acc_bytes = size_of(acc);
+  const std::size_t local_bytes = size_of(compute_dtype(acc));  // the work-group tree's values
 
   Result res;
   res.device = caps.name;
@@ -412,7 +420,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   const Finish finish = rq.finish == FinishPolicy::Auto ? atomic_finish(caps, rq.op, acc) : Finish::Partials;
   CachedKernel& first =
       cached_kernel(context, device, kSource, rung_program_options(rung, caps, rq.type, acc, rq.op, finish), kKernel);
-  const std::size_t limit = work_group_limit(first, caps, acc_bytes);
+  const std::size_t limit = work_group_limit(first, caps, local_bytes);
   const std::size_t local = choose_work_group(opt.block_size, limit,
                                               rung.vector_width ? policy::kRunsWorkGroup : policy::kWorkGroup, caps,
                                               "this kernel");
@@ -447,7 +455,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   if (finish == Finish::Partials && passes.back().groups > 1) {
     CachedKernel& next = cached_kernel(context, device, kSource,
                                        rung_program_options(rung, caps, acc, acc, rq.op, Finish::Partials), kKernel);
-    const std::size_t local2 = std::min(local, work_group_limit(next, caps, acc_bytes));
+    const std::size_t local2 = std::min(local, work_group_limit(next, caps, local_bytes));
     int src = 0;
     std::uint64_t count = passes.back().groups;
     while (count > 1) {
@@ -512,7 +520,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
       check(clSetKernelArg(kern, 1, sizeof offset, &offset), "clSetKernelArg", "offset");
       check(clSetKernelArg(kern, 2, sizeof n, &n), "clSetKernelArg", "n");
       check(clSetKernelArg(kern, 3, sizeof out, &out), "clSetKernelArg", "out");
-      check(clSetKernelArg(kern, 4, p.local * acc_bytes, nullptr), "clSetKernelArg", "local scratch");
+      check(clSetKernelArg(kern, 4, p.local * local_bytes, nullptr), "clSetKernelArg", "local scratch");
       check(clSetKernelArg(kern, 5, sizeof karg, &karg), "clSetKernelArg", "k");
       cl_event e = nullptr;
       const cl_event* w = wait(nw);

@@ -113,7 +113,13 @@ struct XR_API f16_tag {
     return half_detail::f16_to_float(b);
 #endif
   }
-  XR_HOST_DEVICE static constexpr std::uint16_t from_float(float f) { return half_detail::f16_from_float(f); }
+  XR_HOST_DEVICE static constexpr std::uint16_t from_float(float f) {
+#if defined(__CUDA_ARCH__)
+    return __half_as_ushort(__float2half_rn(f));
+#else
+    return half_detail::f16_from_float(f);
+#endif
+  }
 };
 struct XR_API bf16_tag {
   XR_HOST_DEVICE static constexpr float to_float(std::uint16_t b) { return half_detail::bf16_to_float(b); }

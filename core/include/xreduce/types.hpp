@@ -55,15 +55,6 @@ inline constexpr std::array all_dtypes{XR_ELEMENT_TYPES(XR_QUALIFIED)};
 // modern rungs, auto and the baselines take every type.
 inline constexpr std::array classic_dtypes{DType::I32, DType::I64, DType::F32, DType::F64};
 inline constexpr std::size_t kOpCount = all_ops.size();
-// Every element type but f16 and bf16, in table order: what backends without 16-bit float
-// kernels take.
-inline constexpr auto dtypes_but_half = [] {
-  std::array<DType, all_dtypes.size() - 2> types{};
-  std::size_t k = 0;
-  for (DType t : all_dtypes)
-    if (t != DType::F16 && t != DType::BF16) types[k++] = t;
-  return types;
-}();
 inline constexpr std::size_t kDTypeCount = all_dtypes.size();
 
 // A row of the element-type table, for code that needs a type's facts at run time.
@@ -113,6 +104,8 @@ XR_API std::uint64_t parse_bytes(std::string_view text);
 constexpr std::size_t size_of(DType t) { return type_info(t).size; }
 constexpr bool is_float(DType t) { return type_info(t).is_float; }
 constexpr bool is_half(DType t) { return type_info(t).is_half; }
+// The type `t` computes in: f32 for f16 and bf16 (compute_t), `t` itself otherwise.
+constexpr DType compute_dtype(DType t) { return is_half(t) ? DType::F32 : t; }
 
 // The DType of a C++ element type.
 template <class T> struct dtype_of_t;
