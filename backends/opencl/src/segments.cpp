@@ -324,14 +324,30 @@ struct TeamLaunch {
   cl_mem out = nullptr, partials = nullptr;
 };
 
+// The program of a team launch. A CPU device runs the team strategies only when they are asked for
+// by name (its auto takes serial), so there one program per (mode, pack) serves every team
+// shape: the team at run time, one item per round, no fitted rows. Each lane still reads units
+// t, t + G, ... into one accumulator, so the values keep their bits; PoCL builds fewer programs.
+Build team_build(const Setting& s, const TeamLaunch& t) {
+  Build b = t.build;
+  if (s.caps.is_cpu()) {
+    b.team = 0;
+    b.segs = 1;
+    b.unroll = policy::kSegUnroll;
+    b.fit = false;
+  }
+  return b;
+}
+
 Step team_step(const Setting& s, const TeamLaunch& t, std::size_t L) {
   Step st;
   st.name = "xr_seg_team";
-  st.kernel = &segment_kernel(s, t.in, t.build, st.name);
-  const std::size_t scratch = std::size_t{t.build.segs} * s.acc_bytes;
+  const Build build = team_build(s, t);
+  st.kernel = &segment_kernel(s, t.in, build, st.name);
+  const std::size_t scratch = std::size_t{build.segs} * s.acc_bytes;
   st.limit = group_limit(*st.kernel, s.caps, scratch);
   st.local = L;
-  const std::uint64_t per_round = std::uint64_t{L / t.team} * t.build.segs;
+  const std::uint64_t per_round = std::uint64_t{L / t.team} * build.segs;
   const std::uint64_t groups = t.groups ? t.groups : ceil_div(std::max<std::uint64_t>(t.total, 1), per_round);
   st.global = static_cast<std::size_t>(std::min(groups, max_groups(L))) * L;
   const cl_uint team = t.team;
