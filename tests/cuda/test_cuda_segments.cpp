@@ -170,7 +170,7 @@ TEST_CASE("segment strategies: names, order, layouts and notes") {
     CHECK(!k.note.empty());
     CHECK(!k.layouts.empty());
     CHECK(k.ops.size() == xr::kOpCount);
-    CHECK(k.types.size() == xr::kDTypeCount);
+    CHECK(k.types == xr::segment_dtypes());
     CHECK(k.exact);  // exact sums go through pieces, whatever the strategy
   }
   CHECK(list.front().kind == xr::KernelKind::Auto);
@@ -279,7 +279,11 @@ TEST_CASE("offsets: every strategy, op and type on mixed lengths, synchronous an
         expect_reference(got, data, offsets_layout(offsets), op, o, what);
         CHECK_MESSAGE(got.record.n == static_cast<u64>(offsets.back() - offsets.front()), what);
         if (strategy == "auto") CHECK_MESSAGE(got.record.kernel == "auto:balanced", what);
-        if (strategy == "binned") CHECK_MESSAGE(got.record.launches == 5, what);
+        // One launch sorts the segments into bins, then one per bin that holds any: the longest
+        // segment (200000 elements) reaches the bin of several blocks (from 256 KiB, policy.hpp)
+        // only for elements of 2 bytes or more.
+        const int bins_used = 200000 * xr::size_of(t) >= (std::size_t{256} << 10) ? 4 : 3;
+        if (strategy == "binned") CHECK_MESSAGE(got.record.launches == 1 + bins_used, what);
         if (strategy == "balanced" || strategy == "auto") CHECK_MESSAGE(got.record.launches == 2, what);
         if (strategy == "multiblock") CHECK_MESSAGE(got.record.launches == 2, what);
         expect_reference(device_segments(data, offsets, op, o, true, stream), data, offsets_layout(offsets), op, o,
