@@ -278,7 +278,12 @@ TEST_CASE("results carry timing, launches and an honest rounding depth") {
     o.warmup = 1;
     o.repeat = 3;
     const Result res = r.reduce(f.view(), Op::Sum, o);
-    CHECK(res.kernel == "auto:" + od::auto_rung_name(t.caps));
+    CHECK(res.kernel == "auto:" + od::auto_rung_name(t.caps, DType::F32));
+    // auto picks by element size: on a GPU, vector's 16-byte loads for elements under 4 bytes.
+    const HostBuffer bytes = generate(DType::U8, 4099, Dist::Uniform, 9);
+    const Result narrow = r.reduce(bytes.view(), Op::Sum, o);
+    CHECK(narrow.kernel == "auto:" + od::auto_rung_name(t.caps, DType::U8));
+    if (t.caps.is_gpu()) CHECK(narrow.kernel == "auto:vector");
     CHECK(res.repeats == 3);
     CHECK(res.kernel_ms > 0);
     CHECK(res.transfer_ms > 0);

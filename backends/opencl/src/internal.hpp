@@ -149,8 +149,9 @@ struct Rung {
 };
 
 std::vector<Rung> rung_table(const DeviceCaps& caps);
-// The rung auto runs on this device (policy::kAutoRungCpu on CPU devices, else kAutoRungGpu).
-std::string auto_rung_name(const DeviceCaps& caps);
+// The rung auto runs on this device for `type` (policy::kAutoRungCpu on CPU devices; on GPUs
+// kAutoRungGpuNarrow for elements under kAutoNarrowBytes, else kAutoRungGpu).
+std::string auto_rung_name(const DeviceCaps& caps, DType type);
 // The atomic finish this device offers for (op, accumulator type), or Partials.
 Finish atomic_finish(const DeviceCaps& caps, Op op, DType acc);
 // The -D options naming the input and accumulator types (OpenCL C names, size, float or not,

@@ -22,8 +22,9 @@ namespace xr::opencl::detail {
 
 // ---- the ladder -----------------------------------------------------------------------------
 
-std::string auto_rung_name(const DeviceCaps& caps) {
-  return caps.is_cpu() ? policy::kAutoRungCpu : policy::kAutoRungGpu;
+std::string auto_rung_name(const DeviceCaps& caps, DType type) {
+  if (caps.is_cpu()) return policy::kAutoRungCpu;
+  return size_of(type) < policy::kAutoNarrowBytes ? policy::kAutoRungGpuNarrow : policy::kAutoRungGpu;
 }
 
 namespace {
@@ -105,12 +106,15 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
       vector,
       runs,
   };
-  const std::string auto_name = auto_rung_name(caps);
+  const std::string auto_name = auto_rung_name(caps, DType::F32);
   Rung automatic = *std::find_if(table.begin(), table.end(), [&](const Rung& r) { return r.info.name == auto_name; });
   const std::string chosen_note = automatic.info.name;
   automatic.info.name = "auto";
   automatic.info.kind = KernelKind::Auto;
-  automatic.info.note = "picks " + chosen_note + " (" + (caps.is_cpu() ? "CPU device" : "GPU") +
+  automatic.info.note = "picks " + chosen_note + " (" +
+                        (caps.is_cpu() ? std::string("CPU device")
+                                       : "GPU; " + std::string(policy::kAutoRungGpuNarrow) + " for elements under " +
+                                             std::to_string(policy::kAutoNarrowBytes) + " bytes") +
                         ") with this device's grid, work-group size and K; not tuned per n" + no64;
   table.push_back(std::move(automatic));
   return table;
@@ -369,11 +373,13 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   if (rq.type == DType::F64 && !caps.fp64)
     throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps.name + " does not offer");
   const auto table = rung_table(caps);
-  const Rung& rung = find_rung(table, opt.kernel);
-  check_request(rung.info, rq.op, rq.type, rq.n, "opencl", opt);
+  const Rung& asked = find_rung(table, opt.kernel);
+  check_request(asked.info, rq.op, rq.type, rq.n, "opencl", opt);
   const bool exact = opt.exact && exact_applies(rq.op, rq.type);
-  const std::string kernel_name =
-      rung.info.kind == KernelKind::Auto ? "auto:" + auto_rung_name(caps) : rung.info.name;
+  const bool automatic = asked.info.kind == KernelKind::Auto;
+  // auto runs the rung it picks for this type, as that rung runs when asked for by name.
+  const Rung& rung = automatic ? find_rung(table, auto_rung_name(caps, rq.type)) : asked;
+  const std::string kernel_name = automatic ? "auto:" + rung.info.name : rung.info.name;
 
   const DType acc = result_dtype(rq.op, rq.type, opt.accumulator);
   const std::size_t acc_bytes = size_of(acc);
