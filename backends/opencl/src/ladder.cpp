@@ -417,7 +417,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
                           std::to_string(rq.n) + ") lie beyond the buffer's " + std::to_string(capacity) + " " +
                           std::string(to_string(rq.type)) + " elements");
 
-  if (exact) return exact_on_queue(rq, rung, caps, context, device, profiling, exact_raw);
+  if (exact) return exact_on_queue(rq, asked, caps, context, device, profiling, exact_raw);  // named as asked
 
   // Plan: work-group size, coarsening, grid, passes.
   const unsigned k = rung.k ? rung.k : (opt.coarsening ? opt.coarsening : policy::kRuntimeCoarsening);
