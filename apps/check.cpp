@@ -257,7 +257,7 @@ class Check {
         }
       }
     if (std::find(sizes_.begin(), sizes_.end(), 0) != sizes_.end())
-      note("min and max of n = 0 pass when the reduction throws EmptyInput (they have no value); "
+      note("min, max, argmin, argmax and minmax of n = 0 pass when the reduction throws EmptyInput (they have no value); "
                        "their reproducers exit 2 with that error");
     if (std::find(sizes_.begin(), sizes_.end(), kHugeSize) != sizes_.end())
       note("n = 2^31+11 runs i32 on uniform input, resident on each device");

@@ -8,6 +8,8 @@
 #include <iterator>
 #include <string>
 
+#include "xreduce/types.hpp"
+
 namespace CLI {
 class App;
 class Option;
@@ -28,6 +30,14 @@ template <class Range, class Name> std::string spelled(const Range& entries, Nam
     ++i;
   }
   return out;
+}
+
+// A Result's or a Reference's value as the CLI shows it: "3.5"; argmin, argmax "3.5 at 17" (the
+// index of its first occurrence); minmax "-1 .. 7".
+template <class R> std::string value_text(const R& r) {
+  if (is_indexed(r.op)) return r.value.to_string() + " at " + std::to_string(r.index);
+  if (r.op == Op::MinMax) return r.value.to_string() + " .. " + r.maximum.to_string();
+  return r.value.to_string();
 }
 
 // `text` quoted and escaped for a one-line message.

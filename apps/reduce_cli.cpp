@@ -107,6 +107,13 @@ json to_json(const Row& row, const Reference& ref) {
   j["value"] = r.value.to_string();
   j["value_type"] = to_string(r.value.type);
   j["reference"] = ref.value.to_string();
+  if (is_indexed(r.op)) {
+    j["index"] = r.index;
+    j["reference_index"] = ref.index;
+  } else if (r.op == Op::MinMax) {
+    j["maximum"] = r.maximum.to_string();
+    j["reference_maximum"] = ref.maximum.to_string();
+  }
   j["agrees"] = row.agreement.ok;
   j["detail"] = row.agreement.detail;
   if (row.agreement.overflow) {  // error and bound are infinite, which JSON cannot hold
@@ -434,7 +441,7 @@ class App {
 
   void print_ladder(const std::vector<Row>& rows) const {
     if (rows.empty()) return;
-    std::cout << header_line(rows.front().result) << "; reference " << reference_.value.to_string() << '\n';
+    std::cout << header_line(rows.front().result) << "; reference " << cli::value_text(reference_) << '\n';
     const Row* baseline = nullptr;
     for (const auto& row : rows)
       if (row.kind == KernelKind::Baseline || row.kind == KernelKind::Probe) baseline = &row;
@@ -457,7 +464,7 @@ class App {
       const std::string vs = baseline ? cli::fixed(100.0 * r.bytes_per_s / baseline->result.bytes_per_s, 0) + "%" : "";
       const bool probe = row.kind == KernelKind::Probe;
       t.add({r.kernel + (row.kind == KernelKind::Baseline || probe ? " (baseline)" : ""), ms(r), gbps(r), step,
-             cumulative, vs, std::to_string(r.launches), probe ? "-" : r.value.to_string(),
+             cumulative, vs, std::to_string(r.launches), probe ? "-" : cli::value_text(r),
              probe ? "-" : (row.agreement.ok ? "yes" : "NO")});
     }
     t.print(std::cout);
@@ -466,7 +473,7 @@ class App {
 
   void print_summary() const {
     std::cout << std::string(to_string(op_)) << " of " << n_ << " " << to_string(type_) << " ("
-              << source_ << "); reference " << reference_.value.to_string() << "; median of " << options_.repeat
+              << source_ << "); reference " << cli::value_text(reference_) << "; median of " << options_.repeat
               << " runs\n";
     cli::Table t({"backend", "device", "kernel", "value", "agrees", "time ms", "transfer ms", "total ms", "GB/s",
                   "chunks"});
@@ -475,7 +482,7 @@ class App {
       const Result& r = row.result;
       const bool probe = row.kind == KernelKind::Probe;
       streamed = streamed || r.total_ms > 0;
-      t.add({r.backend, r.device, r.kernel, probe ? "-" : r.value.to_string(),
+      t.add({r.backend, r.device, r.kernel, probe ? "-" : cli::value_text(r),
              probe ? "-" : (row.agreement.ok ? "yes" : "NO: " + row.agreement.detail), ms(r),
              cli::fixed(r.transfer_ms, 3), r.total_ms > 0 ? cli::fixed(r.total_ms, 3) : "-", gbps(r),
              std::to_string(r.chunks)});

@@ -3,8 +3,10 @@
 // backend between CUDA events; rows report medians over the rounds and their ratio.
 //
 //   xr_bench_auto_vs_cub [--types i32,f32,f64] [--lo 10] [--hi 30] [--op sum] [--grids G1,G2xB2]
-//                        [--kernels K1,K2] [--json FILE]
+//                        [--kernels K1,K2] [--against OP] [--json FILE]
 //
+// --against OP measures against auto running OP instead of cub running --op (minmax against max:
+// the cost of the second extreme); the "cub" columns then hold that baseline.
 // --grids adds auto runs with a fixed grid of G blocks, or G blocks of B threads for GxB
 // (0x512: auto's own grid at block 512), for tuning the shape the backend chooses; --kernels
 // adds runs of the named rungs (tuning auto's choice between layouts). Each adds a column with
@@ -16,8 +18,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "json_file.hpp"
@@ -25,6 +29,9 @@
 #include "xreduce/xreduce.hpp"
 
 cudaError_t time_empty_kernel(int rounds, cudaStream_t stream, std::vector<double>& ms);  // launch_floor.cu
+template <class T>
+cudaError_t time_cub_arg(bool max, const T* d_in, std::int64_t n, int rounds, std::vector<double>& ms, T& value,
+                         std::int64_t& index);  // cub_arg.cu
 
 namespace {
 
@@ -65,7 +72,8 @@ struct Device {
 };
 
 template <class T>
-void sweep(xr::Op op, int lo, int hi, const Device& device, const std::vector<Column>& extra, nlohmann::json& rows) {
+void sweep(xr::Op op, const std::optional<xr::Op>& against, int lo, int hi, const Device& device,
+           const std::vector<Column>& extra, nlohmann::json& rows) {
   const double peak = device.peak_gbps;
   const std::uint64_t max_n = std::uint64_t(1) << hi;
   const xr::HostBuffer host = xr::generate(xr::dtype_of<T>, max_n, xr::Dist::Uniform, 1);
@@ -76,23 +84,45 @@ void sweep(xr::Op op, int lo, int hi, const Device& device, const std::vector<Co
     const std::uint64_t n = std::uint64_t(1) << e;
     // Variant 0 is cub, 1 is auto with its own grid, then the extra columns.
     std::vector<xr::RunOptions> variants(2);
-    variants[0].kernel = "cub";
+    variants[0].kernel = against ? "auto" : "cub";
     variants[1].kernel = "auto";
+    const auto op_of = [&](std::size_t v) { return v == 0 && against ? *against : op; };
+    // argmin and argmax of floats: the cub row leaves them out (CUB's operator< never picks a
+    // NaN), so the baseline is the vendor's call itself, timed alike, on this NaN-free data.
+    const bool vendor = !against && xr::is_indexed(op) && xr::is_float(xr::dtype_of<T>);
+    T vendor_value{};
+    std::int64_t vendor_index = -1;
+    const auto run = [&](std::size_t v) {
+      if (v == 0 && vendor) {
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+          std::vector<double> one;
+          check(time_cub_arg(op == xr::Op::ArgMax, dev, static_cast<std::int64_t>(n), 1, one, vendor_value, vendor_index),
+                "cub::DeviceReduce::ArgMin/ArgMax");
+          xr::Result r;
+          r.kernel_ms = one.at(0);
+          return r;
+        }
+        throw xr::InvalidArgument("no vendor argmin/argmax baseline for " + std::string(xr::to_string(xr::dtype_of<T>)));
+      }
+      return xr::cu::reduce(dev, n, op_of(v), nullptr, variants[v]);
+    };
     for (const auto& c : extra) variants.push_back(c.options);
     std::vector<std::vector<double>> t(variants.size());
     std::vector<xr::Result> last(variants.size());
     for (int w = 0; w < 3; ++w)
-      for (const auto& o : variants) xr::cu::reduce(dev, n, op, nullptr, o);
+      for (std::size_t v = 0; v < variants.size(); ++v) run(v);
     const int rounds = rounds_for(n);
     for (int k = 0; k < rounds; ++k)
       for (std::size_t j = 0; j < variants.size(); ++j) {
         const std::size_t v = (j + k) % variants.size();  // rotate who goes first
-        last[v] = xr::cu::reduce(dev, n, op, nullptr, variants[v]);
+        last[v] = run(v);
         t[v].push_back(last[v].kernel_ms);
       }
     const xr::Reference ref = xr::reference_reduce({host.data(), n, xr::dtype_of<T>}, op);
     bool agree = true;
-    for (const auto& r : last) agree = agree && xr::check_result(r, ref).ok;
+    for (std::size_t v = vendor ? 1 : 0; v < last.size(); ++v)
+      agree = agree && xr::check_result(last[v], op_of(v) == op ? ref : xr::reference_reduce({host.data(), n, xr::dtype_of<T>}, op_of(v))).ok;
+    if (vendor) agree = agree && xr::Scalar::of(vendor_value).same_bits(ref.value) && vendor_index == ref.index;
     const double c = xr::median(t[0]), a = xr::median(t[1]);
     const double gbps_a = n * sizeof(T) / (a * 1e-3) / 1e9, gbps_c = n * sizeof(T) / (c * 1e-3) / 1e9;
     std::printf("%-4s 2^%-3d %10.2f %10.2f %7.3f %9.1f %9.1f %7s %3d %-5s %-15s",
@@ -128,7 +158,7 @@ std::vector<std::string> split_commas(const std::string& value) {
 }
 
 int main(int argc, char** argv) {
-  std::string types = "i32,f32,f64", op_name = "sum", json_path;
+  std::string types = "i32,f32,f64", op_name = "sum", against_name, json_path;
   int lo = 10, hi = 30;
   std::vector<Column> extra;
   try {
@@ -139,6 +169,7 @@ int main(int argc, char** argv) {
       else if (flag == "--hi") hi = std::stoi(value);
       else if (flag == "--op") op_name = value;
       else if (flag == "--json") json_path = value;
+      else if (flag == "--against") against_name = value;
       else if (flag == "--grids")
         for (const auto& g : split_commas(value)) {  // G (blocks) or GxB (blocks x threads); G = 0: auto's grid
           const std::size_t x = g.find('x');
@@ -161,17 +192,22 @@ int main(int argc, char** argv) {
   } catch (const std::exception&) {
     std::fprintf(stderr,
                  "usage: xr_bench_auto_vs_cub [--types i32,f32,f64] [--lo 10] [--hi 30] [--op sum] [--grids G|GxB,..] "
-                 "[--kernels K,..] [--json FILE]\n");
+                 "[--kernels K,..] [--against OP] [--json FILE]\n");
     return 2;
   }
   try {
     const xr::Op op = xr::parse_op(op_name);
+    std::optional<xr::Op> against;
+    if (!against_name.empty()) against = xr::parse_op(against_name);
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
     const Device device{prop.name, datasheet_gbps(prop)};
     const double peak = device.peak_gbps;
-    std::printf("device %s, %d SMs; %s; median us per call; datasheet %.0f GB/s (%%sheet: auto's share of it)\n",
-                prop.name, prop.multiProcessorCount, std::string(xr::to_string(op)).c_str(), peak);
+    std::printf("device %s, %d SMs; %s; median us per call; datasheet %.0f GB/s (%%sheet: auto's share of it)%s\n",
+                prop.name, prop.multiProcessorCount, std::string(xr::to_string(op)).c_str(), peak,
+                against ? ("; the cub columns: auto " + std::string(xr::to_string(*against))).c_str()
+                : xr::is_indexed(op) ? "; the cub columns of float types: cub::DeviceReduce::ArgMin/ArgMax itself"
+                                     : "");
     std::vector<double> floor_ms;
     check(time_empty_kernel(200, nullptr, floor_ms), "timing an empty kernel");
     const double floor_us = xr::median(floor_ms) * 1e3;
@@ -184,7 +220,7 @@ int main(int argc, char** argv) {
     for (std::size_t at = 0; at <= types.size();) {
       const std::size_t comma = std::min(types.find(',', at), types.size());
       const xr::DType t = xr::parse_dtype(types.substr(at, comma - at));
-      xr::visit_dtype(t, [&](auto zero) { sweep<decltype(zero)>(op, lo, hi, device, extra, rows); });
+      xr::visit_dtype(t, [&](auto zero) { sweep<decltype(zero)>(op, against, lo, hi, device, extra, rows); });
       at = comma + 1;
     }
     if (!json_path.empty()) {

@@ -98,17 +98,22 @@ typedef XR_OUT_T out_t;
   ((XR_CAT(XR_ACC_BITS_T, W))(XR_CAT(as_, XR_CAT(XR_ACC_BITS_T, W))(a) op XR_CAT(as_, XR_CAT(XR_ACC_BITS_T, W))(b)))
 #endif
 
+// Min and max, exactly as core's OpFn: NaN when either side is NaN; on scalars and vectors alike
+// (?: selects per lane on vectors).
+#define XR_MIN_STEP(a, b) (((b) < (a) || (b) != (b)) ? (b) : (a))
+#define XR_MAX_STEP(a, b) (((a) < (b) || (b) != (b)) ? (b) : (a))
+
 // One step of the reduction, exactly as core's OpFn: integer sums and products wrap (two's
-// complement), min and max return NaN when either side is NaN. Defined once for acc_t and, with
-// XR_VEC, for acc_t vectors of XR_VEC lanes (lane by lane: ?: selects per lane on vectors).
+// complement), min and max as above. Defined once for acc_t and, with XR_VEC, for acc_t vectors
+// of XR_VEC lanes.
 #if defined(XR_OP_SUM)
 #define XR_STEP(a, b, W) XR_WRAP(a, +, b, W)
 #elif defined(XR_OP_PROD)
 #define XR_STEP(a, b, W) XR_WRAP(a, *, b, W)
 #elif defined(XR_OP_MIN)
-#define XR_STEP(a, b, W) (((b) < (a) || (b) != (b)) ? (b) : (a))
+#define XR_STEP(a, b, W) XR_MIN_STEP(a, b)
 #elif defined(XR_OP_MAX)
-#define XR_STEP(a, b, W) (((a) < (b) || (b) != (b)) ? (b) : (a))
+#define XR_STEP(a, b, W) XR_MAX_STEP(a, b)
 #else
 #error "no XR_OP_<NAME> given"
 #endif

@@ -16,10 +16,15 @@ using u64 = std::uint64_t;
 
 // The identity of O in type T (core's definition; constexpr, so usable on the device with
 // --expt-relaxed-constexpr).
-template <xr::Op O, class T> __device__ __forceinline__ T ident() { return xr::identity<T>(O); }
+// For a pair op, T is its record (xr::Located, xr::Bounds) and the identity PairFn's.
+template <xr::Op O, class T> __device__ __forceinline__ T ident() {
+  if constexpr (xr::is_pair(O)) return xr::PairFn<O>::template identity<typename T::element_type>();
+  else return xr::identity<T>(O);
+}
 
 template <xr::Op O, class T> __device__ __forceinline__ T apply(T a, T b) {
-  return xr::OpFn<O>::apply(a, b);
+  if constexpr (xr::is_pair(O)) return xr::PairFn<O>::apply(a, b);
+  else return xr::OpFn<O>::apply(a, b);
 }
 
 // Smallest power of two >= x (x >= 1, x <= 2^31).

@@ -81,7 +81,7 @@ TEST_CASE("every kernel x op x type x size agrees with the host reference") {
     for (std::uint64_t n : kSizes) {
       std::map<Dist, HostBuffer> inputs;
       for (Op op : all_ops) {
-        if (n == 0 && (op == Op::Min || op == Op::Max)) continue;
+        if (n == 0 && op != Op::Sum && op != Op::Prod) continue;  // no value: EmptyInput
         if (!large_pair(n, op, t)) continue;
         const Dist d = dist_for(op);
         if (!inputs.count(d)) inputs.emplace(d, generate(t, n, d, n * 31 + static_cast<int>(t)));
@@ -91,11 +91,11 @@ TEST_CASE("every kernel x op x type x size agrees with the host reference") {
   }
 }
 
-TEST_CASE("min and max of an empty input throw EmptyInput on every kernel") {
+TEST_CASE("min, max and the pair ops of an empty input throw EmptyInput on every kernel") {
   auto r = reducer();
   const HostBuffer empty(DType::F32, 0);
   for (const auto& k : reducing_kernels(*r))
-    for (Op op : {Op::Min, Op::Max})
+    for (Op op : {Op::Min, Op::Max, Op::ArgMin, Op::ArgMax, Op::MinMax})
       if (k.supports(op, DType::F32)) {
         RunOptions o;
         o.kernel = k.name;
@@ -185,7 +185,7 @@ TEST_CASE("u64 sums wrap modulo 2^64 and min and max compare as unsigned near 2^
   auto* v = x.as<std::uint64_t>();
   for (std::uint64_t i = 0; i < x.size(); ++i) v[i] = ~std::uint64_t{0} - i % 11;  // 2^64 - 1 - (i % 11)
   v[3000] = 0;
-  for (Op op : {Op::Sum, Op::Min, Op::Max}) check_all_kernels(*r, x, op);
+  for (Op op : {Op::Sum, Op::Min, Op::Max, Op::ArgMin, Op::ArgMax, Op::MinMax}) check_all_kernels(*r, x, op);
   const Reference max = reference_reduce(x.view(), Op::Max);
   CHECK(max.value.as<std::uint64_t>() == ~std::uint64_t{0});
   CHECK(max.value.to_string() == "18446744073709551615");
@@ -215,15 +215,59 @@ TEST_CASE("any NaN makes min and max NaN; infinities sum like IEEE") {
           using T = decltype(zero);
           x.as<T>()[at] = std::numeric_limits<T>::quiet_NaN();
         });
-        for (Op op : {Op::Min, Op::Max, Op::Sum}) check_all_kernels(*r, x, op);
+        for (Op op : {Op::Min, Op::Max, Op::Sum, Op::ArgMin, Op::ArgMax, Op::MinMax}) check_all_kernels(*r, x, op);
       }
       auto y = generate(t, n, Dist::Uniform, 5);
       visit_dtype(t, [&](auto zero) {
         using T = decltype(zero);
         y.as<T>()[n - 1] = -std::numeric_limits<T>::infinity();
       });
-      for (Op op : {Op::Sum, Op::Min, Op::Max}) check_all_kernels(*r, y, op);
+      for (Op op : {Op::Sum, Op::Min, Op::Max, Op::ArgMin, Op::ArgMax, Op::MinMax}) check_all_kernels(*r, y, op);
     }
+  }
+}
+
+// The pair ops pick the first of equal values and the first NaN, whatever splits the input:
+// ties at both ends and inside, NaN first, last and only, infinities, -0 beside +0, subnormals
+// and one element, in every float type, on every kernel that declares the op.
+TEST_CASE("argmin, argmax and minmax: ties, NaN, infinities, signed zeros and subnormals") {
+  auto r = reducer();
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    visit_dtype(t, [&](auto zero) {
+      using T = decltype(zero);
+      const T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
+      const T tiny = std::numeric_limits<T>::denorm_min();
+      for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(2), std::uint64_t(37), std::uint64_t(4099),
+                              (std::uint64_t(1) << 20) + 5}) {
+        const auto fill = [&](T v) {
+          HostBuffer x(t, n);
+          for (std::uint64_t i = 0; i < n; ++i) x.template as<T>()[i] = v;
+          return x;
+        };
+        std::vector<HostBuffer> cases;
+        cases.push_back(fill(T(1.0f)));  // every element ties: index 0
+        cases.push_back(fill(nan));      // only NaN
+        cases.push_back(fill(-inf));
+        for (std::uint64_t at : {std::uint64_t(0), n / 3, n - 1}) {
+          auto x = generate(t, n, Dist::Uniform, at + 3);
+          x.template as<T>()[at] = nan;  // first, inside, last
+          x.template as<T>()[n - 1 - (n - 1 - at) / 2] = nan;  // a second NaN after it
+          cases.push_back(std::move(x));
+          auto y = fill(T(0.0f));
+          y.template as<T>()[at] = T(-0.0f);  // -0 ties with +0: the first zero wins
+          y.template as<T>()[n / 2] = tiny;
+          y.template as<T>()[n - 1 - at / 2] = -tiny;
+          cases.push_back(std::move(y));
+          auto z = generate(t, n, Dist::Uniform, at + 7);
+          z.template as<T>()[at] = inf;  // the extremes at both ends, repeated
+          z.template as<T>()[n - 1 - at] = -inf;
+          z.template as<T>()[(at + n / 2) % n] = inf;
+          cases.push_back(std::move(z));
+        }
+        for (const auto& x : cases)
+          for (Op op : pair_ops) check_all_kernels(*r, x, op);
+      }
+    });
   }
 }
 
@@ -242,7 +286,7 @@ TEST_CASE("extreme integers: min and max find the type limits, at either end or 
           x.as<T>()[high_at] = std::numeric_limits<T>::max();
         });
         CAPTURE(to_string(t));
-        for (Op op : {Op::Min, Op::Max, Op::Sum, Op::Prod}) check_all_kernels(*r, x, op);
+        for (Op op : all_ops) check_all_kernels(*r, x, op);
       }
     }
   }
@@ -299,6 +343,8 @@ void expect_same_as_whole(const Result& chunked, const Result& whole, const Refe
   if (!rounding)
     CHECK_MESSAGE(chunked.value.same_bits(whole.value), what, ": chunked ", chunked.value.to_string(), " vs whole ",
                   whole.value.to_string());
+  CHECK_MESSAGE(chunked.index == whole.index, what, ": index ", chunked.index, " vs whole ", whole.index);
+  if (chunked.op == Op::MinMax) CHECK_MESSAGE(chunked.maximum.same_bits(whole.maximum), what);
 }
 
 RunOptions whole_options(bool exact) {

@@ -59,6 +59,40 @@ TEST_CASE("JSON results carry the record") {
   CHECK(j.at("agrees").get<bool>());
 }
 
+TEST_CASE("argmax and argmin carry their index, minmax its max; the pair ops refuse --exact") {
+  const xr::HostBuffer x = xr::generate(xr::DType::U8, 100003, xr::Dist::Uniform, 9);  // many ties
+  const std::string raw = scratch("pairs.u8", "");
+  xr::save_raw(raw, x.view());
+  for (xr::Op op : xr::pair_ops) {
+    const xr::Reference ref = xr::reference_reduce(x.view(), op);
+    const Run r = cli("--backend all --json --op " + std::string(xr::to_string(op)) + " --type u8 --input " + raw);
+    REQUIRE_MESSAGE(r.code == 0, r.out);
+    for (const auto& j : nlohmann::json::parse(r.out)) {
+      CHECK(j.at("agrees").get<bool>());
+      CHECK(j.at("value").get<std::string>() == ref.value.to_string());
+      if (op == xr::Op::MinMax) {
+        CHECK(j.at("maximum").get<std::string>() == ref.maximum.to_string());
+        CHECK_FALSE(j.contains("index"));
+      } else {
+        CHECK(j.at("index").get<std::int64_t>() == ref.index);
+        CHECK(j.at("reference_index").get<std::int64_t>() == ref.index);
+      }
+    }
+    const Run table = cli("--backend omp --op " + std::string(xr::to_string(op)) + " --type u8 --input " + raw);
+    REQUIRE(table.code == 0);
+    const std::string shown = op == xr::Op::MinMax ? ref.value.to_string() + " .. " + ref.maximum.to_string()
+                                                   : ref.value.to_string() + " at " + std::to_string(ref.index);
+    CHECK_MESSAGE(table.out.find(shown) != std::string::npos, table.out);
+    const Run exact = cli("--backend omp --exact --op " + std::string(xr::to_string(op)) + " --n 100");
+    CHECK(exact.code == 2);
+    CHECK(one_error_line(exact.out));
+    CHECK_MESSAGE(exact.out.find("exact mode covers sums") != std::string::npos, exact.out);
+  }
+  const Run empty = cli("--backend omp --op argmax --n 0");
+  CHECK(empty.code == 2);
+  CHECK(empty.out.find("argmax of an empty input has no value") != std::string::npos);
+}
+
 TEST_CASE("usage errors exit 2 with one line") {
   for (const char* args : {"--bogus", "--backend foo", "--op mean", "--type u16", "--n lots", "--n 2^^4",
                            "--backend omp --kernel warp_magic", "--dist gauss", "--repeat 0",

@@ -136,7 +136,32 @@ TEST_CASE("special data: each seed's family of special values, one result in any
           if (family == 4) CHECK(count([](T e) { return e == 0 && std::signbit(e); }) == static_cast<long>(n));
           if (n == 65537 && family < 4) CHECK(count([](T e) { return e != 0 && std::fabs(e) < std::numeric_limits<T>::min(); }) > 0);
         }
-        for (Op op : all_ops) {
+        for (Op op : {Op::ArgMin, Op::ArgMax}) {  // the same index in any order, and the reference's
+          CAPTURE(op);
+          visit_pair(op, [&](auto fn) {
+            using F = decltype(fn);
+            if constexpr (F::op != Op::MinMax) {
+              const auto record = [&](std::uint64_t i) { return Located<T>{v[i], static_cast<std::int64_t>(i)}; };
+              Located<T> forward = F::template identity<T>(), backward = forward;
+              for (std::uint64_t i = 0; i < n; ++i) {
+                forward = F::apply(forward, record(i));
+                backward = F::apply(record(n - 1 - i), backward);
+              }
+              std::vector<Located<T>> level;
+              for (std::uint64_t i = 0; i < n; ++i) level.push_back(record(i));
+              while (level.size() > 1) {
+                std::vector<Located<T>> next;
+                for (std::size_t i = 0; i < level.size(); i += 2)
+                  next.push_back(i + 1 < level.size() ? F::apply(level[i + 1], level[i]) : level[i]);
+                level = std::move(next);
+              }
+              CHECK(forward.index == backward.index);
+              CHECK(forward.index == level[0].index);
+              CHECK(reference_reduce(HostArray{v.data(), n, dtype_of<T>}, op).index == forward.index);
+            }
+          });
+        }
+        for (Op op : fold_ops) {
           CAPTURE(op);
           const auto kind = [&](T r) -> double {
             if constexpr (is_float_v<T>)

@@ -115,6 +115,64 @@ Scalar scalar_from_bytes(DType type, const void* bytes) {
   });
 }
 
+std::size_t cell_bytes(Op op, DType type, Accumulator acc) {
+  if (!is_pair(op)) return size_of(result_dtype(op, type, acc));
+  return visit_dtype(type, [&](auto t) {
+    using T = decltype(t);
+    return op == Op::MinMax ? sizeof(Bounds<T>) : sizeof(Located<T>);
+  });
+}
+
+CellValue read_cell(Op op, DType type, Accumulator acc, const void* bytes) {
+  CellValue c;
+  if (!is_pair(op)) {
+    c.value = scalar_from_bytes(result_dtype(op, type, acc), bytes);
+    return c;
+  }
+  visit_dtype(type, [&](auto t) {
+    using T = decltype(t);
+    if (op == Op::MinMax) {
+      Bounds<T> b;
+      std::memcpy(&b, bytes, sizeof b);
+      c.value = Scalar::of(b.min);
+      c.maximum = Scalar::of(b.max);
+    } else {
+      Located<T> l;
+      std::memcpy(&l, bytes, sizeof l);
+      c.value = Scalar::of(l.value);
+      c.index = l.index == kNoIndex ? -1 : l.index;
+    }
+  });
+  return c;
+}
+
+CellValue combine_cells(Op op, DType type, Accumulator acc, const CellValue& a, const CellValue& b) {
+  CellValue c;
+  if (!is_pair(op)) {
+    c.value = visit_dtype(result_dtype(op, type, acc), [&](auto t) {
+      using T = decltype(t);
+      return Scalar::of(combine(op, a.value.as<T>(), b.value.as<T>()));
+    });
+    return c;
+  }
+  visit_dtype(type, [&](auto t) {
+    using T = decltype(t);
+    const auto located = [](const CellValue& v) { return Located<T>{v.value.as<T>(), v.index < 0 ? kNoIndex : v.index}; };
+    if (op == Op::MinMax) {
+      const auto m = PairFn<Op::MinMax>::apply(Bounds<T>{a.value.as<T>(), a.maximum.as<T>()},
+                                               Bounds<T>{b.value.as<T>(), b.maximum.as<T>()});
+      c.value = Scalar::of(m.min);
+      c.maximum = Scalar::of(m.max);
+    } else {
+      const auto l = op == Op::ArgMin ? PairFn<Op::ArgMin>::apply(located(a), located(b))
+                                      : PairFn<Op::ArgMax>::apply(located(a), located(b));
+      c.value = Scalar::of(l.value);
+      c.index = l.index == kNoIndex ? -1 : l.index;
+    }
+  });
+  return c;
+}
+
 double bytes_per_second(std::uint64_t n, DType type, double ms) {
   return ms > 0 ? static_cast<double>(n) * static_cast<double>(size_of(type)) / (ms * 1e-3) : 0.0;
 }
@@ -167,6 +225,8 @@ Result run_chunks(ChunkDevice& device, ChunkSource& source, Op op, const RunOpti
 
   Result r;
   r.value = out.value;
+  r.index = out.index;
+  r.maximum = out.maximum;
   r.rounding_depth = out.depth;
   if (plan.exact) set_exact(r, out.exact, plan.type);
   r.kernel = out.kernel;

@@ -55,6 +55,8 @@ struct ChunkPlan {
 // What one pass over the chunks gave (ChunkDevice::finish).
 struct ChunkOutcome {
   Scalar value;                    // the combined cells, of result_dtype(op, type, accumulator)
+  std::int64_t index = -1;         // argmin, argmax: Result::index
+  Scalar maximum;                  // minmax: Result::maximum
   ExactSum::Raw exact;             // plan.exact: the merged exact state, rounded by core
   double kernel_ms = 0;            // device time of this pass's reductions and combine
   double transfer_ms = 0;          // host<->device copies of this pass (the value read included)
@@ -98,6 +100,27 @@ Scalar round_exact(const ExactSum::Raw& state, DType type);
 void set_exact(Result& r, const ExactSum::Raw& state, DType type);
 // A value of `type` from its bytes in memory (a result read back from a device).
 Scalar scalar_from_bytes(DType type, const void* bytes);
+
+// What a device leaves in a reduction's result cell: one value of result_dtype(op, type, acc),
+// or, for a pair op, its record over the input type (pair_record_t: Located<T>, 16 bytes for
+// every T, or Bounds<T>).
+std::size_t cell_bytes(Op op, DType type, Accumulator acc);
+inline constexpr std::size_t kMaxCellBytes = 16;
+struct CellValue {
+  Scalar value;
+  std::int64_t index = -1;  // kNoIndex reads as -1
+  Scalar maximum;
+};
+CellValue read_cell(Op op, DType type, Accumulator acc, const void* bytes);
+// Two cells of one (op, type, accumulator) combined, `a` from before `b` in the input (indices
+// are positions in the whole input).
+CellValue combine_cells(Op op, DType type, Accumulator acc, const CellValue& a, const CellValue& b);
+// Copies a cell's parts into a Result or a ChunkOutcome.
+template <class R> void take_cell(R& out, const CellValue& cell) {
+  out.value = cell.value;
+  out.index = cell.index;
+  out.maximum = cell.maximum;
+}
 // Input bytes per second over `ms`.
 double bytes_per_second(std::uint64_t n, DType type, double ms);
 // The fields every Result of n elements carries, whichever path made it: backend, n, op, type;

@@ -11,7 +11,8 @@ namespace xr {
 
 bool KernelInfo::supports(Op op, DType type) const {
   return std::find(ops.begin(), ops.end(), op) != ops.end() &&
-         std::find(types.begin(), types.end(), type) != types.end();
+         std::find(types.begin(), types.end(), type) != types.end() &&
+         std::find(left_out.begin(), left_out.end(), std::pair{op, type}) == left_out.end();
 }
 
 void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n, std::string_view backend,
@@ -20,6 +21,9 @@ void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n,
   if (kernel.kind != KernelKind::Probe && !kernel.supports(op, type))
     throw InvalidArgument(std::string(backend) + " kernel '" + kernel.name + "' does not support " +
                           std::string(to_string(op)) + " on " + std::string(to_string(type)));
+  if (exact && is_pair(op))
+    throw InvalidArgument("exact mode covers sums; " + std::string(to_string(op)) +
+                          " compares values and is exact without it");
   if (exact && op == Op::Prod && is_float(type))
     throw InvalidArgument("exact mode covers sums; a float product has no exact mode");
   if (exact && exact_applies(op, type) && !kernel.exact && kernel.kind != KernelKind::Probe)

@@ -31,11 +31,27 @@ template <class T> class ReferenceState {
   using Wide = wide_sum_t<T>;  // the Wide accumulator of a sum of T
 
  public:
-  ReferenceState(Op op, Accumulator acc) : op_(op), acc_(acc), value_(identity<T>(op)) {}
+  ReferenceState(Op op, Accumulator acc)
+      : op_(op), acc_(acc), value_(is_pair(op) ? T{} : identity<T>(op)),
+        located_(op == Op::ArgMax ? PairFn<Op::ArgMax>::identity<T>() : PairFn<Op::ArgMin>::identity<T>()),
+        bounds_(PairFn<Op::MinMax>::identity<T>()) {}
 
   void add(const T* x, std::uint64_t n) {
+    const auto first = static_cast<std::int64_t>(n_);
     n_ += n;
     const auto count = static_cast<std::int64_t>(n);
+    if (is_indexed(op_)) {
+      visit_pair(op_, [&](auto fn) {
+        using F = decltype(fn);
+        if constexpr (F::op != Op::MinMax)
+          for (std::int64_t i = 0; i < count; ++i) located_ = F::apply(located_, Located<T>{x[i], first + i});
+      });
+      return;
+    }
+    if (op_ == Op::MinMax) {
+      for (std::uint64_t i = 0; i < n; ++i) bounds_ = PairFn<Op::MinMax>::apply(bounds_, Bounds<T>{x[i], x[i]});
+      return;
+    }
     if constexpr (is_float_v<T>) {
       if (op_ == Op::Sum) {
         double magnitude = 0;
@@ -70,7 +86,7 @@ template <class T> class ReferenceState {
         return;
       }
     }
-    visit_op(op_, [&](auto fn) {
+    visit_fold(op_, [&](auto fn) {
       using F = decltype(fn);
       for (std::uint64_t i = 0; i < n; ++i) value_ = F::apply(value_, x[i]);
     });
@@ -82,6 +98,16 @@ template <class T> class ReferenceState {
     ref.op = op_;
     ref.type = dtype_of<T>;
     ref.value = Scalar::of<T>(value_);
+    if (is_indexed(op_)) {
+      ref.value = Scalar::of<T>(located_.value);
+      ref.index = located_.index == kNoIndex ? -1 : located_.index;
+      return ref;
+    }
+    if (op_ == Op::MinMax) {
+      ref.value = Scalar::of<T>(bounds_.min);
+      ref.maximum = Scalar::of<T>(bounds_.max);
+      return ref;
+    }
     if constexpr (is_float_v<T>) {
       if (op_ == Op::Sum) {
         ref.value = detail::round_exact(sum_.raw(), dtype_of<T>);
@@ -102,6 +128,8 @@ template <class T> class ReferenceState {
   Accumulator acc_;
   std::uint64_t n_ = 0;
   T value_;                  // integers, min, max
+  Located<T> located_;       // argmin, argmax
+  Bounds<T> bounds_;         // minmax
   ExactSum sum_;             // float sums
   double magnitude_ = 0;     // float sums: sum |x|
   long double product_ = 1;  // float products
@@ -169,6 +197,19 @@ Agreement check_result(const Result& result, const Reference& ref, bool exact) {
   if (got.type != want.type) {
     a.detail = "result type " + std::string(to_string(got.type)) + " differs from reference type " +
                std::string(to_string(want.type));
+    return a;
+  }
+  if (is_pair(ref.op)) {  // no rounding anywhere: the value, and the index or the max, exactly
+    const auto same = [](const Scalar& x, const Scalar& y) {
+      return is_float(x.type) ? (x.f == y.f || (std::isnan(x.f) && std::isnan(y.f))) : x.i == y.i;
+    };
+    const bool indexed = is_indexed(ref.op);
+    a.ok = same(got, want) && (indexed ? result.index == ref.index : same(result.maximum, ref.maximum));
+    const auto both = [&](const Scalar& v, std::int64_t index, const Scalar& maximum) {
+      return indexed ? v.to_string() + " at " + std::to_string(index) : v.to_string() + ".." + maximum.to_string();
+    };
+    a.detail = std::string(a.ok ? "exact" : "differs") + ": got " + both(got, result.index, result.maximum) +
+               ", reference " + both(want, ref.index, ref.maximum);
     return a;
   }
   if (exact && is_float(want.type) && ref.op == Op::Sum) {

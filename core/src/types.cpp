@@ -35,7 +35,7 @@ E parse_named(std::string_view text, const std::pair<const char*, E> (&table)[N]
 
 std::string_view to_string(Op op) {
 #define XR_NAME(e, name) name,
-  static constexpr const char* names[] = {XR_OPS(XR_NAME)};
+  static constexpr const char* names[] = {XR_OPS(XR_NAME) XR_PAIR_OPS(XR_NAME)};
 #undef XR_NAME
   return names[static_cast<int>(op)];
 }
@@ -47,8 +47,9 @@ std::string_view to_string(Accumulator acc) { return acc == Accumulator::Wide ? 
 Op parse_op(std::string_view text) {
   static constexpr std::pair<const char*, Op> table[] = {
       {"sum", Op::Sum}, {"add", Op::Sum}, {"+", Op::Sum},      {"prod", Op::Prod}, {"product", Op::Prod},
-      {"mul", Op::Prod}, {"*", Op::Prod}, {"min", Op::Min},    {"max", Op::Max}};
-  return parse_named(text, table, "op", "sum, prod, min or max");
+      {"mul", Op::Prod}, {"*", Op::Prod}, {"min", Op::Min},    {"max", Op::Max},
+      {"argmin", Op::ArgMin}, {"argmax", Op::ArgMax}, {"minmax", Op::MinMax}};
+  return parse_named(text, table, "op", "sum, prod, min, max, argmin, argmax or minmax");
 }
 
 std::string format_bytes(std::uint64_t bytes) {
@@ -149,7 +150,7 @@ Scalar empty_scalar(Op op, DType type) {
 }
 
 void require_value_exists(Op op, std::uint64_t n) {
-  if (n == 0 && (op == Op::Min || op == Op::Max))
+  if (n == 0 && op != Op::Sum && op != Op::Prod)
     throw EmptyInput(std::string(to_string(op)) + " of an empty input has no value");
 }
 

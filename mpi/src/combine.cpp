@@ -101,7 +101,7 @@ void merge(const std::int64_t* left, std::int64_t* right) {
     right[kValue] = left[kValue];
     return;
   }
-  visit_op(sig_op(sig), [&](auto fn) {
+  visit_fold(sig_op(sig), [&](auto fn) {
     visit_dtype(sig_value_type(sig), [&](auto t) {
       using T = decltype(t);
       right[kValue] = word_of<T>(decltype(fn)::apply(value_of<T>(left[kValue]), value_of<T>(right[kValue])));
@@ -224,7 +224,7 @@ Combined Wire::combine(MPI_Comm comm, const Part& part, int root) const {
           all[kValue] = p[1];
           continue;
         }
-        visit_op(op, [&](auto fn) {
+        visit_fold(op, [&](auto fn) {
           visit_dtype(value_type, [&](auto t) {
             using T = decltype(t);
             all[kValue] = word_of<T>(decltype(fn)::apply(value_of<T>(all[kValue]), value_of<T>(p[1])));

@@ -180,6 +180,9 @@ struct Reducer::State {
     part.op = op;
     part.runs = combines(options);
     try {
+      if (is_pair(op))
+        throw InvalidArgument("mpi: " + std::string(to_string(op)) +
+                              " is not combined across ranks; reduce each rank's part with xr::make_reducer");
       part.result = n == 0 && (op == Op::Min || op == Op::Max) ? empty_part(op, type, options)
                                                                : local->reduce(in, op, options);
       part.result.backend = local->backend();

@@ -104,6 +104,11 @@ void check_value(const xr::Result& res, const std::vector<T>& v, Op op, Accumula
   CHECK(res.n == v.size());
   CHECK(res.backend == "cuda");
   CHECK(res.launches >= (v.empty() ? 0 : 1));  // an empty host input launches nothing
+  if (xr::is_pair(op)) {  // the value and its index, or the min and the max: exactly the reference's
+    const xr::Agreement a = xr::check_result(res, xr::reference_reduce(xr::HostArray{v.data(), v.size(), xr::dtype_of<T>}, op));
+    CHECK_MESSAGE(a.ok, a.detail);
+    return;
+  }
   const Ref<T> ref = host_reduce(v, op, acc);
   if constexpr (std::is_integral_v<T>) {
     CHECK(res.value.i == ref.exact);
@@ -152,7 +157,8 @@ std::vector<unsigned> blocks_for(const xr::KernelInfo& k) {
 
 // Whether auto ran a layout it takes for an input of `bytes` (rungs_grid.cu): from 64 MB,
 // segments, or bulk_copy on GPUs whose HBM reaches 4 TB/s; from 1 GiB tiles of either kind.
-bool auto_ran_its_layout(const std::string& kernel, u64 bytes) {
+bool auto_ran_its_layout(const std::string& kernel, u64 bytes, Op op = Op::Sum) {
+  if (xr::is_pair(op)) return kernel == (bytes < (u64(64) << 20) ? "auto:pairs" : "auto:pairs_segmented");
   if (bytes < (u64(64) << 20)) return kernel == "auto:single_pass";
   if (bytes < (u64(1) << 30)) return kernel == "auto:segmented" || kernel == "auto:bulk_copy";
   return kernel == "auto:dynamic_tiles" || kernel == "auto:bulk_tiles";
@@ -189,14 +195,14 @@ TEST_CASE("device pointer API: auto, every type, op and size") {
           DevBuf<T> d(h);
           xr::RunOptions opt;
           opt.accumulator = acc;
-          if (n == 0 && (op == Op::Min || op == Op::Max)) {
+          if (n == 0 && op != Op::Sum && op != Op::Prod) {
             CHECK_THROWS_AS(xr::cu::reduce(d.p, n, op, nullptr, opt), xr::EmptyInput);
             continue;
           }
           const xr::Result res = xr::cu::reduce(d.p, n, op, nullptr, opt);
           check_value(res, h, op, acc, "auto");
           // n = 0 runs no layout: one launch writes the empty value.
-          CHECK((n == 0 ? res.kernel == "auto" : auto_ran_its_layout(res.kernel, n * sizeof(T))));
+          CHECK((n == 0 ? res.kernel == "auto" : auto_ran_its_layout(res.kernel, n * sizeof(T), op)));
           CHECK(res.launches == 1);
         }
   });
@@ -211,7 +217,7 @@ TEST_CASE("every rung, op and type, default and non-power-of-two block sizes, de
       for (Op op : xr::all_ops) {
         if (!k.supports(op, xr::dtype_of<T>)) continue;
         for (u64 n : sizes) {
-          if (n == 0 && (op == Op::Min || op == Op::Max)) continue;
+          if (n == 0 && op != Op::Sum && op != Op::Prod) continue;
           if (k.name == "atomic_global" && n > 2000 && op != Op::Sum) continue;  // CAS loops: slow, not wrong
           for (Accumulator acc : accumulators(op, xr::dtype_of<T>)) {
             const auto h = make_data<T>(n, op, 2);
@@ -353,10 +359,11 @@ TEST_CASE("auto on misaligned device pointers (offset 1, 2, 3 elements)") {
       for (u64 n : {u64(0), u64(1), u64(2), u64(3), u64(5), u64(7), u64(31), u64(1000), u64((1u << 20) + 7),
                     u64((u64(64) << 20) / sizeof(T) + 7)})
         for (Op op : xr::all_ops) {
-          if (n == 0 && (op == Op::Min || op == Op::Max)) continue;
+          if (n == 0 && op != Op::Sum && op != Op::Prod) continue;
           const auto h = make_data<T>(n, op, 5 + offset);
           DevBuf<T> d(h, offset);
           for (const char* kernel : {"auto", "vector", "single_pass", "dynamic_tiles", "bulk_copy", "bulk_tiles"}) {
+            if (xr::is_pair(op) && std::string(kernel) != "auto") continue;  // auto's alone
             xr::RunOptions opt;
             opt.kernel = kernel;
             check_value(xr::cu::reduce(d.p + offset, n, op, nullptr, opt), h, op, Accumulator::Wide,
@@ -364,6 +371,25 @@ TEST_CASE("auto on misaligned device pointers (offset 1, 2, 3 elements)") {
           }
         }
   });
+}
+
+TEST_CASE("reduce_async writes a pair op's record: Located for argmax, Bounds for minmax") {
+  const u64 n = 1000003;
+  auto h = make_data<float>(n, Op::Max, 8);
+  h[777] = h[900001] = 7.0f;  // the max, twice: the first index wins
+  DevBuf<float> d(h);
+  DevBuf<xr::Located<float>> located(1);
+  DevBuf<xr::Bounds<float>> bounds(1);
+  xr::cu::reduce_async(d.p, n, Op::ArgMax, located.p, nullptr);
+  xr::cu::reduce_async(d.p, n, Op::MinMax, bounds.p, nullptr);
+  xr::Located<float> l{};
+  xr::Bounds<float> b{};
+  CK(cudaMemcpy(&l, located.p, sizeof l, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(&b, bounds.p, sizeof b, cudaMemcpyDeviceToHost));
+  CHECK(l.value == 7.0f);
+  CHECK(l.index == 777);
+  CHECK(b.max == 7.0f);
+  CHECK(b.min == host_reduce(h, Op::Min, Accumulator::Wide).value);
 }
 
 TEST_CASE("reduce_async leaves the result on the device, on the caller's stream") {

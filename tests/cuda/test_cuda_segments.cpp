@@ -169,7 +169,7 @@ TEST_CASE("segment strategies: names, order, layouts and notes") {
     INFO(k.name);
     CHECK(!k.note.empty());
     CHECK(!k.layouts.empty());
-    CHECK(k.ops.size() == xr::kOpCount);
+    CHECK(k.ops.size() == xr::kFoldCount);
     CHECK(k.types == xr::segment_dtypes());
     CHECK(k.exact);  // exact sums go through pieces, whatever the strategy
   }
@@ -192,7 +192,7 @@ TEST_CASE("rows: every strategy, op and type; short, medium and long rows; strid
       {{257, 33}, 1},           {{70, 1000}, 1}, {{3, 70000}, 1},   {{2, 300001}, 1},   {{100, 5, 7}, 1},
       {{64, 2, 6}, 1},          {{9, 129, 0, xr::Order::Fortran}, 0}, {{0, 10}, 1},     {{10, 0}, 1}};
   for (const auto& strategy : strategies(SegmentKind::Rows)) {
-    for (const Op op : xr::all_ops) {
+    for (const Op op : xr::fold_ops) {
       for (const DType t : xr::segment_dtypes()) {
         for (const auto& s : shapes) {
           const SegmentLayout l = xr::axis_layout(s.shape, s.axis);
@@ -244,7 +244,7 @@ TEST_CASE("columns: narrow and wide, one element or 16 bytes a lane, row bands, 
       {{100, 100}, 0},   {{50, 1001}, 0},  {{30000, 130}, 0}, {{3, 5}, 0},      {{8, 7000}, 0},
       {{200, 33, 0, xr::Order::Fortran}, 1}, {{0, 7}, 0},     {{7, 0}, 0}};
   for (const auto& strategy : strategies(SegmentKind::Columns)) {
-    for (const Op op : xr::all_ops) {
+    for (const Op op : xr::fold_ops) {
       for (const DType t : xr::segment_dtypes()) {
         for (const auto& s : shapes) {
           const SegmentLayout l = xr::axis_layout(s.shape, s.axis);
@@ -269,7 +269,7 @@ TEST_CASE("offsets: every strategy, op and type on mixed lengths, synchronous an
   const std::vector<i64> offsets = offsets_of(lengths, 3);  // the input starts 3 elements before
   const u64 n = static_cast<u64>(offsets.back()) + 5;
   for (const auto& strategy : strategies(SegmentKind::Offsets)) {
-    for (const Op op : xr::all_ops) {
+    for (const Op op : xr::fold_ops) {
       for (const DType t : xr::segment_dtypes()) {
         const HostBuffer data = xr::generate(t, n, dist_for(op), 13);
         RunOptions o;
@@ -328,7 +328,7 @@ TEST_CASE("empty segments: +0 sums, 1 products, the identity for min and max; su
       x[3] = x[4] = -T(0);  // segment 3: two -0 terms
     });
     for (const auto& strategy : strategies(SegmentKind::Offsets)) {
-      for (const Op op : xr::all_ops) {
+      for (const Op op : xr::fold_ops) {
         RunOptions o;
         o.kernel = strategy;
         const SegmentedResult got = device_segments(data, offsets, op, o);

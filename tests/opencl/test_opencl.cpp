@@ -3,7 +3,9 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -64,11 +66,24 @@ TEST_CASE("every embedded program builds (each rung x op x type x finish the dev
       REQUIRE_NOTHROW(k = &od::cached_kernel(ctx, t.caps.device, od::kSource, o, od::kKernel));
       CHECK(k->work_group_max >= 1);
     }
+    // The pair programs: both kernels of each, one build.
+    const auto pair_options = od::all_pair_program_options(t.caps);
+    CHECK(pair_options.size() == pair_ops.size() * (t.caps.fp64 ? all_dtypes.size() : all_dtypes.size() - 1));
+    for (const auto& o : pair_options) {
+      CAPTURE(o);
+      for (const char* kernel : {od::kPairKernel, od::kPairRecordsKernel}) {
+        od::CachedKernel* k = nullptr;
+        REQUIRE_NOTHROW(k = &od::cached_kernel(ctx, t.caps.device, od::kPairSource, o, kernel));
+        CHECK(k->work_group_max >= 1);
+      }
+    }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("%s: %zu programs built in %.1f s\n", t.label().c_str(), options.size(), s);
+    std::printf("%s: %zu + %zu pair programs built in %.1f s\n", t.label().c_str(), options.size(),
+                pair_options.size(), s);
     // Built once: asking again hits the cache.
     const std::size_t cached = ocl::program_cache_size();
     for (const auto& o : options) od::cached_kernel(ctx, t.caps.device, od::kSource, o, od::kKernel);
+    for (const auto& o : pair_options) od::cached_kernel(ctx, t.caps.device, od::kPairSource, o, od::kPairKernel);
     CHECK(ocl::program_cache_size() == cached);
   }
 }
@@ -79,6 +94,8 @@ TEST_CASE("the embedded source is the real kernels_cl file") {
   const std::string_view text = od::embedded_source("reduce.cl");
   CHECK(text.find("__kernel void xr_reduce") != std::string_view::npos);
   CHECK(text.find("cl_khr_global_int32_base_atomics") != std::string_view::npos);
+  CHECK(od::embedded_source("pairs.cl").find("__kernel void xr_pair_records") != std::string_view::npos);
+  CHECK(od::program_text(od::kPairSource).find("__kernel void xr_pair(") != std::string::npos);
   CHECK_THROWS_AS(od::embedded_source("missing.cl"), Error);
 }
 
@@ -133,14 +150,23 @@ TEST_CASE("cl_mem API: offset, range checks, queues with and without profiling")
     }();
     DeviceBuffer bi(t, xi), bf(t, xf);
     const std::uint64_t off = 37, n = 4321;
+    const auto ladder = ocl::kernels(t.caps.device);
+    const std::string pair_rung = od::pair_rung_name(t.caps);
     for (cl_command_queue q : {t.queue, t.plain_queue}) {
-      for (const char* rung : {"naive", "coarse4", "vector", "auto"}) {
+      for (const char* rung : {"naive", "coarse4", "vector", pair_rung.c_str(), "auto"}) {
         CAPTURE(rung);
         RunOptions o;
         o.kernel = rung;
         o.repeat = 2;
         const HostArray hi{xi.data() + off, n, DType::I32}, hf{xf.data() + off, n, DType::F32};
+        const KernelInfo& info = *std::find_if(ladder.begin(), ladder.end(), [&](const KernelInfo& k) { return k.name == rung; });
         for (Op op : all_ops) {
+          CAPTURE(to_string(op));
+          if (!info.supports(op, DType::I32)) {  // a pair op on a rung without it
+            CHECK_THROWS_WITH_AS(ocl::reduce<std::int32_t>(q, bi.mem, off, n, op, o),
+                                 doctest::Contains(std::string(to_string(op)).c_str()), InvalidArgument);
+            continue;
+          }
           const Result ri = ocl::reduce<std::int32_t>(q, bi.mem, off, n, op, o);
           expect_agrees(ri, hi, op, Accumulator::Wide, std::string("i32 ") + std::string(to_string(op)));
           CHECK(ri.n == n);
@@ -206,7 +232,7 @@ TEST_CASE("finishes: atomics where the device has them, a second pass otherwise,
       cl_int rc = CL_SUCCESS;
       cl_mem buf = clCreateBuffer(t.context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, x.bytes(), const_cast<void*>(x.data()), &rc);
       od::check(rc, "clCreateBuffer");
-      for (Op op : all_ops)
+      for (Op op : fold_ops)
         for (const char* rung : {"naive", "coarse8", "auto"}) {
           od::Request rq;
           rq.queue = t.queue;
@@ -313,6 +339,112 @@ TEST_CASE("resident inputs larger than one allocation go through in chunks") {
       expect_agrees(t.reducer->reduce(i.view(), op, resident), i.view(), op, Accumulator::Wide, "chunked i32");
     }
     od::set_chunk_limit_for_testing(0);
+  }
+}
+
+namespace {
+
+// n elements of type t, every one `v`.
+HostBuffer filled(DType t, std::uint64_t n, float v) {
+  HostBuffer x(t, n);
+  visit_dtype(t, [&](auto zero) {
+    using T = decltype(zero);
+    for (std::uint64_t i = 0; i < n; ++i) x.as<T>()[i] = T(v);
+  });
+  return x;
+}
+
+// Element i of x set to v (a float NaN, or any value of every type).
+void set_element(HostBuffer& x, std::uint64_t i, float v) {
+  visit_dtype(x.type(), [&](auto zero) {
+    using T = decltype(zero);
+    x.as<T>()[i] = T(v);
+  });
+}
+
+}  // namespace
+
+// argmin, argmax and minmax on every kernel that declares them (auto and the pair rung), every
+// type, sizes from one element to past a million: uniform data, every element equal (index 0),
+// NaN inside a float array (the first NaN and its index), and streamed in chunks of 1000 whose
+// records are combined in order (the extreme and its ties in later chunks).
+TEST_CASE("the pair ops agree with the host reference on the kernels that declare them") {
+  const std::uint64_t sizes[] = {1, 2, 31, 1000, 65537, (std::uint64_t{1} << 20) + 3};
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    auto& r = *t.reducer;
+    std::vector<std::string> declaring;
+    for (const auto& k : r.kernels())
+      if (k.supports(Op::ArgMin, DType::I32)) declaring.push_back(k.name);
+    CHECK(declaring == std::vector<std::string>{od::pair_rung_name(t.caps), "auto"});
+    for (DType type : all_dtypes) {
+      if (type == DType::F64 && !t.caps.fp64) continue;
+      CAPTURE(to_string(type));
+      for (std::uint64_t n : sizes) {
+        CAPTURE(n);
+        std::vector<std::pair<std::string, HostBuffer>> inputs;
+        inputs.emplace_back("uniform", generate(type, n, Dist::Uniform, n + static_cast<std::uint64_t>(type)));
+        inputs.emplace_back("all equal", filled(type, n, 3.0f));
+        const std::uint64_t nan_at = n / 2;
+        if (is_float(type)) {
+          HostBuffer x = generate(type, n, Dist::Uniform, n * 3);
+          set_element(x, nan_at, NAN);
+          set_element(x, n - 1 - (n - 1 - nan_at) / 3, NAN);  // a second NaN after it
+          inputs.emplace_back("NaN inside", std::move(x));
+        }
+        for (const auto& [name, x] : inputs) {
+          for (Op op : pair_ops) {
+            const Reference ref = reference_reduce(x.view(), op);
+            for (const auto& kernel : declaring) {
+              const std::string what = kernel + " " + std::string(to_string(op)) + " " + name;
+              RunOptions o;
+              o.kernel = kernel;
+              const Result res = r.reduce(x.view(), op, o);
+              const Agreement a = check_result(res, ref);
+              CHECK_MESSAGE(a.ok, what, ": ", a.detail);
+              CHECK(res.value.type == type);
+              CHECK(res.kernel == (kernel == "auto" ? "auto:" + od::pair_rung_name(t.caps) : kernel));
+              if (!is_indexed(op)) continue;
+              if (name == "all equal") CHECK_MESSAGE(res.index == 0, what);
+              if (name == "NaN inside") CHECK_MESSAGE(res.index == static_cast<std::int64_t>(nan_at), what);
+            }
+          }
+        }
+      }
+      // Streamed in chunks of 1000: the extremes first appear in chunk 1 and again in chunks 5
+      // and 70, a NaN (float types) in chunk 2 and again in chunk 7; uniform data besides.
+      const std::uint64_t n = 100003;
+      HostBuffer equal = filled(type, n, 3.0f);
+      HostBuffer extremes = filled(type, n, 50.0f);
+      for (std::uint64_t at : {1500, 5999, 70000}) set_element(extremes, at, 100.0f);
+      for (std::uint64_t at : {1501, 5000, 70001}) set_element(extremes, at, 1.0f);
+      std::vector<std::pair<std::string, const HostBuffer*>> streamed = {{"all equal", &equal},
+                                                                        {"extremes in later chunks", &extremes}};
+      HostBuffer uniform = generate(type, n, Dist::Uniform, 77);
+      streamed.emplace_back("uniform", &uniform);
+      HostBuffer nans = generate(type, n, Dist::Uniform, 78);
+      if (is_float(type)) {
+        set_element(nans, 2500, NAN);
+        set_element(nans, 7000, NAN);
+        streamed.emplace_back("NaN in chunk 2", &nans);
+      }
+      for (const auto& [name, x] : streamed) {
+        for (Op op : pair_ops) {
+          const std::string what = std::string(to_string(op)) + " " + name + " streamed";
+          RunOptions o;
+          o.chunk_elements = 1000;
+          ArraySource source(x->view());
+          const Result res = r.reduce(source, op, o);
+          CHECK_MESSAGE(res.chunks == (n + 999) / 1000, what);
+          const Agreement a = check_result(res, reference_reduce(x->view(), op));
+          CHECK_MESSAGE(a.ok, what, ": ", a.detail);
+          if (!is_indexed(op)) continue;
+          if (name == "all equal") CHECK_MESSAGE(res.index == 0, what);
+          if (name == "extremes in later chunks") CHECK_MESSAGE(res.index == (op == Op::ArgMax ? 1500 : 1501), what);
+          if (name == "NaN in chunk 2") CHECK_MESSAGE(res.index == 2500, what);
+        }
+      }
+    }
   }
 }
 

@@ -176,7 +176,7 @@ TEST_CASE("the strategies: auto first, each with its layouts, f64 only with cl_k
       CHECK(!k.layouts.empty());
       CHECK(!k.note.empty());
       CHECK(k.exact);
-      CHECK(k.ops.size() == all_ops.size());
+      CHECK(k.ops.size() == fold_ops.size());
       const bool lists_f64 = std::find(k.types.begin(), k.types.end(), DType::F64) != k.types.end();
       CHECK(lists_f64 == t.caps.fp64);
     }

@@ -4,6 +4,7 @@
 // in an application that reduces the same size again. The baseline of the ladder, never
 // chosen by auto.
 #include <cub/device/device_reduce.cuh>
+#include <thrust/iterator/transform_output_iterator.h>
 
 #include "cub_op.cuh"
 #include "drivers.cuh"
@@ -51,11 +52,61 @@ struct Cub {
   }
 };
 
+// The index CUB writes, moved to the whole input's count (a chunk starts at L.first).
+struct OffsetIndex {
+  std::int64_t first;
+  __host__ __device__ std::int64_t operator()(std::int64_t i) const { return i + first; }
+};
+
+// argmin and argmax: cub::DeviceReduce::ArgMin and ArgMax as CUB users call them, the value
+// and the index written straight into the cell's two fields. Integer types only: CUB compares
+// with operator<, which is xreduce's rule for integers (the first extreme) but never picks a
+// NaN, so the float types are left out of the row.
+template <class In, Op O> Outcome run_cub_arg(const Launch& L) {
+  auto* cell = static_cast<Located<In>*>(L.out);
+  const auto* in = static_cast<const In*>(L.in);
+  const auto n = static_cast<std::int64_t>(L.n);
+  const auto index = thrust::make_transform_output_iterator(&cell->index, OffsetIndex{L.first});
+  const auto call = [&](void* temp, std::size_t& bytes) {
+    if constexpr (O == Op::ArgMax) return cub::DeviceReduce::ArgMax(temp, bytes, in, &cell->value, index, n, L.stream);
+    else return cub::DeviceReduce::ArgMin(temp, bytes, in, &cell->value, index, n, L.stream);
+  };
+  Workspace::CubTempSize& size = L.ws->cub_temp_size();
+  const void* instantiation = reinterpret_cast<const void*>(&run_cub_arg<In, O>);
+  if (size.instantiation != instantiation || size.n != L.n) {
+    std::size_t query = 0;
+    check(call(nullptr, query), "cub::DeviceReduce::ArgMin/ArgMax (temp size)");
+    size = {instantiation, L.n, query};
+  }
+  std::size_t bytes = size.bytes;
+  check(call(L.ws->scratch(2, std::max<std::size_t>(bytes, 1)), bytes), "cub::DeviceReduce::ArgMin/ArgMax");
+  check_launch("cub::DeviceReduce::ArgMin/ArgMax");
+  Outcome o;
+  o.launches = L.n <= 4096 ? 1 : 2;
+  o.finish = "cub";
+  o.variant = Cub::name;
+  return o;
+}
+
 }  // namespace
 
 RungEntry cub_rung() {
-  return make_entry<Cub>("cub::DeviceReduce::Reduce with xreduce's NaN-propagating ops: the baseline, not ours",
-                         KernelKind::Baseline, 0, BlockRule{0, 0, 0, {0}});
+  RungEntry e = make_entry<Cub>(
+      "cub::DeviceReduce::Reduce with xreduce's NaN-propagating ops; ArgMin and ArgMax on integers: the baseline, not ours",
+      KernelKind::Baseline, 0, BlockRule{0, 0, 0, {0}});
+  for_each_dtype([&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_integral_v<T>) {
+      const auto type = static_cast<std::size_t>(dtype_of<T>);
+      e.fn[static_cast<std::size_t>(Op::ArgMin)][type] = {&run_cub_arg<T, Op::ArgMin>, &run_cub_arg<T, Op::ArgMin>};
+      e.fn[static_cast<std::size_t>(Op::ArgMax)][type] = {&run_cub_arg<T, Op::ArgMax>, &run_cub_arg<T, Op::ArgMax>};
+    } else {
+      e.info.left_out.insert(e.info.left_out.end(), {{Op::ArgMin, dtype_of<T>}, {Op::ArgMax, dtype_of<T>}});
+    }
+  });
+  e.info.ops.push_back(Op::ArgMin);
+  e.info.ops.push_back(Op::ArgMax);
+  return e;
 }
 
 }  // namespace xr::cuda::detail

@@ -25,7 +25,7 @@ template <class List> constexpr bool lists(const List& types, DType t) {
 // core's table and every element type in Types (all_dtypes; classic_dtypes for the shared-memory
 // trees and the nested launches).
 template <class Rung, const auto& Types> void fill_runs(RungEntry& e) {
-  for_each_op([&](auto op_fn) {
+  for_each_fold([&](auto op_fn) {
     constexpr Op O = decltype(op_fn)::op;
     for_each_dtype([&](auto t) {
       using T = decltype(t);
@@ -46,7 +46,7 @@ RungEntry make_entry(std::string note, KernelKind kind, unsigned default_block, 
   e.info.name = Rung::name;
   e.info.note = std::move(note);
   e.info.kind = kind;
-  e.info.ops.assign(all_ops.begin(), all_ops.end());
+  e.info.ops.assign(fold_ops.begin(), fold_ops.end());
   e.info.types.assign(Types.begin(), Types.end());
   e.info.blocks = std::move(blocks);
   e.info.blocks.preferred = default_block;

@@ -55,7 +55,7 @@ class Workspace {
   void* ticket_partials() const { return partials_; }
   unsigned* counter() const { return counter_; }
   unsigned* tile_counter() const { return tile_counter_; }  // dynamic_tiles' draws (0 between launches)
-  void* result_slot() const { return result_; }  // 8 bytes
+  void* result_slot() const { return result_; }  // 16 bytes: a value, or a pair op's record
   cudaStream_t stream() const { return stream_; }
   cudaEvent_t start_event() const { return start_; }
   cudaEvent_t stop_event() const { return stop_; }
@@ -119,6 +119,7 @@ struct Launch {
   void* out = nullptr;
   unsigned block = 0;
   u64 grid = 0;
+  std::int64_t first = 0;  // the pair ops: the index of in[0] in the whole input
   cudaStream_t stream = nullptr;
   Workspace* ws = nullptr;
   const DeviceCaps* caps = nullptr;
@@ -159,6 +160,8 @@ std::vector<RungEntry> atomic_rungs();   // rungs_atomic.cu
 std::vector<RungEntry> nested_rungs();   // nested.cu (separable compilation): the CDP2 rungs
 RungEntry cub_rung();                    // cub_baseline.cu
 RungEntry auto_rung();                   // rungs_grid.cu
+// Adds the pair ops (argmin, argmax, minmax) to an entry: rungs_pairs.cu. auto runs them.
+void add_pair_runs(RungEntry& e);
 const RungEntry& empty_input_entry();    // rungs_atomic.cu: n = 0 on every rung
 
 u64 ceil_div(u64 a, u64 b);

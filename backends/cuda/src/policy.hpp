@@ -12,6 +12,10 @@ namespace xr::cuda::detail::policy {
 // scan at 2^16-2^23 on an H100 found nothing better than this default.
 constexpr unsigned kUnroll = 4;
 
+// The pair ops (rungs_pairs.cu): no fewer packs per thread than this, so small inputs take
+// fewer, fuller blocks and the second launch reads few records.
+constexpr std::uint64_t kPairPacksPerThread = 4;
+
 // dynamic_tiles: tiles of 16384 packs (256 KB) at 1024 threads per SM: on an H100, 256 KB at 4
 // blocks of 256 threads per SM ran at 0.975-0.980 of CUB at 2^29-2^30 i32 (64 KB and 1 MB
 // tiles, 8 blocks per SM, and static segments at 0.983-0.991 did worse). Smaller tiles where n

@@ -99,14 +99,15 @@ Result run_timed(DeviceState& ds, Workspace& ws, const Prepared& p, const RunOpt
     r.launches = l.launches;
   } else {
     const Outcome o = time_launches(ws, opt, [&] { return p.fn(p.launch); }, times);
-    unsigned char bytes[8] = {};
+    unsigned char bytes[xr::detail::kMaxCellBytes] = {};
+    const std::size_t cell = xr::detail::cell_bytes(p.op, p.type, opt.accumulator);
     check(cudaEventRecord(ws.start_event(), ws.stream()), "cudaEventRecord");
-    check(cudaMemcpyAsync(bytes, p.launch.out, size_of(p.result_type), cudaMemcpyDeviceToHost, ws.stream()),
+    check(cudaMemcpyAsync(bytes, p.launch.out, cell, cudaMemcpyDeviceToHost, ws.stream()),
           "cudaMemcpyAsync of the result");
     check(cudaEventRecord(ws.stop_event(), ws.stream()), "cudaEventRecord");
     r.transfer_ms = elapsed_ms(ws);
     check(cudaStreamSynchronize(ws.stream()), "cudaStreamSynchronize");
-    r.value = xr::detail::scalar_from_bytes(p.result_type, bytes);
+    xr::detail::take_cell(r, xr::detail::read_cell(p.op, p.type, opt.accumulator, bytes));
     r.kernel = *o.variant ? o.variant : p.entry->info.name;
     r.finish = o.finish;
     r.launches = o.launches;
@@ -215,7 +216,7 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
   require_value_exists(op, n);
   const int out_device = device_of(dev_result, "result");
   const std::size_t result_size = size_of(result_dtype(op, dtype_of<T>, options.accumulator));
-  require_aligned(dev_result, result_size, "result");
+  require_aligned(dev_result, is_indexed(op) ? alignof(Located<T>) : result_size, "result");
   if (n) {
     require_aligned(dev_ptr, sizeof(T), "input");
     const int in_device = device_of(dev_ptr, "input");

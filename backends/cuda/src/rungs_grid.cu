@@ -246,6 +246,7 @@ RungEntry auto_rung() {
       "single_pass sized for n (>= 4 packs per thread); from 64 MB block segments, from 1 GiB dynamic_tiles; bulk_copy from 64 MB on HBM >= 4 TB/s",
       KernelKind::Auto, 256, BlockRule{32, 1024, 32, {}});
   e.info.exact = true;  // RunOptions::exact runs cu_exact (exact_sum.cu), block sizes up to 512
+  add_pair_runs(e);
   return e;
 }
 

@@ -23,7 +23,7 @@ template <class Launcher, class In, class Acc, Op O> SegmentEntry segment_entry(
 // of core's table and every type of segment_dtypes() (Wide and Native differ only for sums of
 // integers narrower than 64 bits).
 template <class Launcher> void fill_segment_table(SegmentTable& t) {
-  for_each_op([&](auto op_fn) {
+  for_each_fold([&](auto op_fn) {
     constexpr Op O = decltype(op_fn)::op;
     for_each_dtype([&](auto x) {
       using T = decltype(x);

@@ -196,7 +196,7 @@ KernelInfo info_of(const StrategyRow& r) {
   k.name = r.name;
   k.note = r.note;
   k.kind = r.kind;
-  k.ops.assign(all_ops.begin(), all_ops.end());
+  k.ops.assign(fold_ops.begin(), fold_ops.end());
   k.types = segment_dtypes();
   k.exact = true;  // exact sums go through pieces (exact_pieces), whatever the strategy
   k.blocks = r.blocks;

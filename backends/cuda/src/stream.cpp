@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "check.hpp"
 #include "exact.hpp"
@@ -121,7 +122,8 @@ void CudaDevice::begin(const ChunkPlan& plan) {
   direct_ = plan.resident || (plan.memory && page_locked(plan.memory));
   const unsigned slots = plan.resident ? static_cast<unsigned>(plan.chunks) : policy::kDeviceSlots;
   // Slots start 256-byte aligned whatever the chunk's length, as cudaMalloc'd inputs do.
-  reserve(slots, (plan.chunk * elem + 255) / 256 * 256, !direct_, plan.chunks * size_of(acc),
+  cell_bytes_ = xr::detail::cell_bytes(plan.op, plan.type, plan.options.accumulator);
+  reserve(slots, (plan.chunk * elem + 255) / 256 * 256, !direct_, plan.chunks * cell_bytes_,
           plan.resident ? 0 : plan.options.device_mem_limit);
   for (auto& s : slots_) {
     s.reducing = false;
@@ -130,7 +132,7 @@ void CudaDevice::begin(const ChunkPlan& plan) {
   // The chunk reduction (in, n and out set per chunk) and the in-order reduction of the cells.
   chunk_ = prepare(ds_, ws_, device_, plan.chunk, plan.type, plan.op, plan.options, results_);
   combine_ = Prepared{};
-  if (!chunk_.exact && plan.chunks > 1) {
+  if (!chunk_.exact && plan.chunks > 1 && !is_pair(plan.op)) {
     RunOptions c;
     c.accumulator = plan.options.accumulator;  // keeps the cells' type: i64 stays i64, a native i32 sum i32
     combine_ = prepare(ds_, ws_, results_, plan.chunks, acc, plan.op, c, ws_.result_slot());
@@ -202,8 +204,8 @@ void CudaDevice::reduce(std::uint64_t k, std::uint64_t len) {
     Launch l = chunk_.launch;
     l.in = slot_memory(k);
     l.n = len;
-    l.out = plan_.chunks == 1 ? ws_.result_slot()
-                              : static_cast<unsigned char*>(results_) + k * size_of(chunk_.result_type);
+    l.first = static_cast<std::int64_t>(k * plan_.chunk);
+    l.out = plan_.chunks == 1 ? ws_.result_slot() : static_cast<unsigned char*>(results_) + k * cell_bytes_;
     last_ = chunk_.fn(l);
     launches_ += last_.launches;
     depth_ = std::max(depth_, last_.depth);
@@ -238,14 +240,24 @@ ChunkOutcome CudaDevice::finish() {
       depth_ += c.depth;
       out.finish += std::string(" + chunk results reduced on the device in order (") + c.variant + ")";
     }
-    unsigned char bytes[8] = {};
+    // A pair op's chunk cells come back whole and combine on the host in order (16 bytes a chunk).
+    const bool cells = is_pair(plan_.op) && plan_.chunks > 1;
+    std::vector<unsigned char> bytes(cells ? plan_.chunks * cell_bytes_ : cell_bytes_);
     record(ws_.start_event(), compute);
-    check(cudaMemcpyAsync(bytes, ws_.result_slot(), size_of(chunk_.result_type), cudaMemcpyDeviceToHost, compute),
+    check(cudaMemcpyAsync(bytes.data(), cells ? results_ : ws_.result_slot(), bytes.size(), cudaMemcpyDeviceToHost,
+                          compute),
           "cudaMemcpyAsync of the result");
     record(ws_.stop_event(), compute);
     check(cudaEventSynchronize(ws_.stop_event()), "cudaEventSynchronize (result)");
     copy_ms_ += elapsed(ws_.start_event(), ws_.stop_event());
-    out.value = xr::detail::scalar_from_bytes(chunk_.result_type, bytes);
+    const auto cell = [&](std::uint64_t k) {
+      return xr::detail::read_cell(plan_.op, plan_.type, plan_.options.accumulator, bytes.data() + k * cell_bytes_);
+    };
+    xr::detail::CellValue value = cell(0);
+    for (std::uint64_t k = 1; cells && k < plan_.chunks; ++k)
+      value = xr::detail::combine_cells(plan_.op, plan_.type, plan_.options.accumulator, value, cell(k));
+    if (cells) out.finish += " + chunk records combined on the host in order";
+    xr::detail::take_cell(out, value);
   }
   out.kernel_ms = kernel_ms_;
   out.transfer_ms = copy_ms_;

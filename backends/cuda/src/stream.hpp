@@ -73,6 +73,7 @@ class CudaDevice final : public xr::detail::ChunkDevice {
   std::size_t staging_bytes_ = 0;
   void* results_ = nullptr;  // one cell per chunk
   std::size_t results_bytes_ = 0;
+  std::size_t cell_bytes_ = 8;  // one chunk's cell: a value, or a pair op's record
 
   // The plan of the reduction in progress, and what its pass has done so far.
   xr::detail::ChunkPlan plan_;

@@ -207,6 +207,82 @@ template <Op O, class T, class A> RungValue run_vector(const T* x, std::uint64_t
   return {Scalar::of<A>(r), (n + threads * K - 1) / (threads * K) + K + threads};
 }
 
+// The pair ops in kLanes lanes of C, element i into lane i % kLanes: argmin and argmax keep
+// each lane's value and index (fed in order, so a later element takes a lane only when strictly
+// beyond it, or as its first NaN), minmax a min and a max; the lanes combine by PairFn.
+template <Op O, class C> struct PairLanes {
+  static constexpr std::uint64_t K = kLanes<C>;
+  pair_record_t<O, C> lane[K];
+  PairLanes() {
+    for (auto& r : lane) r = PairFn<O>::template identity<C>();
+  }
+  void step(std::uint64_t j, C v, std::int64_t i) {
+    if constexpr (O == Op::MinMax) {
+      lane[j].min = OpFn<Op::Min>::apply(lane[j].min, v);
+      lane[j].max = OpFn<Op::Max>::apply(lane[j].max, v);
+    } else {
+      const bool take = lane[j].index == kNoIndex || replaces<PairFn<O>::fold>(lane[j].value, v);
+      lane[j].value = take ? v : lane[j].value;
+      lane[j].index = take ? i : lane[j].index;
+    }
+  }
+  // x[0, n), whose first element is element `first` of the input.
+  template <class T> void add(const T* x, std::uint64_t n, std::int64_t first) {
+    std::uint64_t i = 0;
+    for (; i + K <= n; i += K)
+      for (std::uint64_t j = 0; j < K; ++j) step(j, static_cast<C>(x[i + j]), first + static_cast<std::int64_t>(i + j));
+    for (std::uint64_t j = 0; i < n; ++i, ++j) step(j, static_cast<C>(x[i]), first + static_cast<std::int64_t>(i));
+  }
+  pair_record_t<O, C> result() const {
+    auto r = PairFn<O>::template identity<C>();
+    for (const auto& l : lane) r = PairFn<O>::apply(r, l);
+    return r;
+  }
+};
+
+// A pair op's record of x[0, n) (element 0 at index `first`): f16 widened a block at a time, as
+// fold_in_lanes does; the record converts back to T exactly.
+template <Op O, class T> pair_record_t<O, T> pair_in_lanes(const T* x, std::uint64_t n, std::int64_t first) {
+  using C = compute_t<T>;
+  PairLanes<O, C> lanes;
+  if constexpr (std::is_same_v<T, f16>) {
+    alignas(64) float wide[kHalfBlock];
+    for (std::uint64_t i = 0; i < n; i += kHalfBlock) {
+      const std::uint64_t m = std::min(kHalfBlock, n - i);
+      widen(x + i, wide, m);
+      lanes.add(wide, m, first + static_cast<std::int64_t>(i));
+    }
+  } else {
+    lanes.add(x, n, first);
+  }
+  const auto r = lanes.result();
+  if constexpr (O == Op::MinMax) return {static_cast<T>(r.min), static_cast<T>(r.max)};
+  else return {static_cast<T>(r.value), r.index};
+}
+
+// The pair ops on rung `vector`: each thread's share in lanes, the threads' records by PairFn.
+template <Op O, class T> RungValue run_pair(const T* x, std::uint64_t n, int threads) {
+  using Record = pair_record_t<O, T>;
+  std::vector<Record> partial(static_cast<std::size_t>(threads), PairFn<O>::template identity<T>());
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    const Span s = share(n, t, omp_get_num_threads(), kLanes<compute_t<T>>);
+    partial[static_cast<std::size_t>(t)] = pair_in_lanes<O, T>(x + s.lo, s.hi - s.lo, static_cast<std::int64_t>(s.lo));
+  }
+  Record r = PairFn<O>::template identity<T>();
+  for (const auto& p : partial) r = PairFn<O>::apply(r, p);
+  RungValue v{};
+  if constexpr (O == Op::MinMax) {
+    v.value = Scalar::of<T>(r.min);
+    v.maximum = Scalar::of<T>(r.max);
+  } else {
+    v.value = Scalar::of<T>(r.value);
+    v.index = r.index == kNoIndex ? -1 : r.index;
+  }
+  return v;
+}
+
 // probe `stream_read`: XORs every 8-byte word of the input in vectorised lanes; the rate of
 // reading memory once, against which the rungs are measured. Its value is no reduction.
 RungValue run_stream_read(const void* data, std::uint64_t bytes, int threads) {
@@ -233,7 +309,9 @@ using RungFn = RungValue (*)(HostArray in, Op op, Accumulator acc, int threads);
 template <template <Op, class, class> class R> RungValue dispatch(HostArray in, Op op, Accumulator acc, int threads) {
   return visit_dtype(in.type, [&](auto zero) {
     using T = decltype(zero);
-    return visit_op(op, [&](auto fn) {
+    if (is_pair(op))
+      return visit_pair(op, [&](auto fn) { return run_pair<decltype(fn)::op>(static_cast<const T*>(in.data), in.n, threads); });
+    return visit_fold(op, [&](auto fn) {
       constexpr Op O = decltype(fn)::op;
       const T* x = static_cast<const T*>(in.data);
       if (acc == Accumulator::Native) return R<O, T, accumulator_t<O, T, Accumulator::Native>>::run(x, in.n, threads);
@@ -253,13 +331,15 @@ RungValue stream_read(HostArray in, Op, Accumulator, int threads) {
   return run_stream_read(in.data, in.n * size_of(in.type), threads);
 }
 
-// Every host rung takes every op and type; block sizes mean nothing to it (the default rule).
-KernelInfo host_kernel(std::string name, std::string note, KernelKind kind, bool exact = false) {
+// Every host rung takes every type, and the folds, or every op (`pairs`); block sizes mean
+// nothing to it (the default rule).
+KernelInfo host_kernel(std::string name, std::string note, KernelKind kind, bool exact = false, bool pairs = false) {
   KernelInfo k;
   k.name = std::move(name);
   k.note = std::move(note);
   k.kind = kind;
-  k.ops.assign(all_ops.begin(), all_ops.end());
+  if (pairs) k.ops.assign(all_ops.begin(), all_ops.end());
+  else k.ops.assign(fold_ops.begin(), fold_ops.end());
   k.types.assign(all_dtypes.begin(), all_dtypes.end());
   k.exact = exact;
   return k;
@@ -307,9 +387,9 @@ const std::vector<Rung>& rungs() {
                    KernelKind::Rung),
        dispatch<Clause>, "reduction clause"},
       {host_kernel("vector", "128 bytes of independent lanes per thread, vectorised: memory-bound, lane combine at the end",
-                   KernelKind::Rung, true),
+                   KernelKind::Rung, true, true),
        dispatch<Vector>, "lanes, then threads in order"},
-      {host_kernel("auto", "the fastest rung: vector", KernelKind::Auto, true), dispatch<Vector>,
+      {host_kernel("auto", "the fastest rung: vector", KernelKind::Auto, true, true), dispatch<Vector>,
        "lanes, then threads in order"},
       {host_kernel("stream_read", "baseline: XOR of every 8-byte word, the machine's streaming-read rate",
                    KernelKind::Probe),

@@ -470,7 +470,7 @@ template <class F> std::uint64_t dispatch(const SegmentJob& job, int threads, F 
   return visit_dtype(job.type, [&](auto zero) -> std::uint64_t {
     using T = decltype(zero);
     if constexpr (is_half_v<T>) throw InvalidArgument("omp: no segmented kernel for f16 or bf16");  // not in segment_dtypes()
-    else return visit_op(job.op, [&](auto fn) {
+    else return visit_fold(job.op, [&](auto fn) {
       constexpr Op O = decltype(fn)::op;
       const T* x = static_cast<const T*>(job.data);
       if (job.options.accumulator == Accumulator::Native) {
@@ -488,7 +488,7 @@ KernelInfo strategy(std::string name, std::string note, KernelKind kind, std::ve
   k.name = std::move(name);
   k.note = std::move(note);
   k.kind = kind;
-  k.ops.assign(all_ops.begin(), all_ops.end());
+  k.ops.assign(fold_ops.begin(), fold_ops.end());
   k.types = segment_dtypes();
   k.exact = true;
   k.layouts = std::move(layouts);

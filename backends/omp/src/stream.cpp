@@ -40,10 +40,9 @@ void HostDevice::reduce(std::uint64_t k, std::uint64_t len) {
     exact_.merge_raw(exact_state(piece, threads_));
   } else {
     const RungValue v = rung_->fn(piece, plan_.op, plan_.options.accumulator, threads_);
-    value_ = k == 0 ? v.value : visit_dtype(v.value.type, [&](auto t) {
-      using T = decltype(t);
-      return Scalar::of(combine(plan_.op, value_.as<T>(), v.value.as<T>()));
-    });
+    const auto offset = static_cast<std::int64_t>(k * plan_.chunk);
+    const xr::detail::CellValue cell{v.value, v.index < 0 ? -1 : v.index + offset, v.maximum};
+    value_ = k == 0 ? cell : xr::detail::combine_cells(plan_.op, plan_.type, plan_.options.accumulator, value_, cell);
     depth_ = std::max(depth_, v.rounding_depth);
   }
   kernel_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -51,7 +50,7 @@ void HostDevice::reduce(std::uint64_t k, std::uint64_t len) {
 
 ChunkOutcome HostDevice::finish() {
   ChunkOutcome out;
-  out.value = value_;
+  xr::detail::take_cell(out, value_);
   out.exact = exact_.raw();
   out.kernel_ms = kernel_ms_;
   out.launches = static_cast<int>(plan_.chunks);

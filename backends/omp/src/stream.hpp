@@ -34,7 +34,7 @@ class HostDevice final : public ChunkDevice {
   int threads_ = 1;
   std::array<std::vector<unsigned char>, kStagingBuffers> buffers_;
   std::array<const void*, kStagingBuffers> chunk_{};  // where chunk k % kStagingBuffers lies
-  Scalar value_;          // the cells so far, combined in order
+  xr::detail::CellValue value_;  // the cells so far, combined in order
   ExactSum exact_;        // exact mode: the chunks' states so far
   std::uint64_t depth_ = 0;
   double kernel_ms_ = 0;

@@ -152,6 +152,10 @@ std::vector<Rung> rung_table(const DeviceCaps& caps);
 // The rung auto runs on this device for `type` (policy::kAutoRungCpu on CPU devices; on GPUs
 // kAutoRungGpuNarrow for elements under kAutoNarrowBytes, else kAutoRungGpu).
 std::string auto_rung_name(const DeviceCaps& caps, DType type);
+// The rung that runs the pair ops (argmin, argmax, minmax) on this device, auto's choice for them
+// (policy::kPairRungCpu on CPU devices, else kPairRungGpu); it and auto declare every op, the
+// other rungs the folds.
+std::string pair_rung_name(const DeviceCaps& caps);
 // The atomic finish this device offers for (op, accumulator type), or Partials.
 Finish atomic_finish(const DeviceCaps& caps, Op op, DType acc);
 // The -D options naming the input and accumulator types (OpenCL C names, size, float or not,
@@ -167,12 +171,25 @@ constexpr unsigned pack_elements(DType t) { return static_cast<unsigned>(16 / si
 std::string empty_value_option(Op op, DType acc);
 // program_options for one rung on one device.
 std::string rung_program_options(const Rung& rung, const DeviceCaps& caps, DType in, DType acc, Op op, Finish finish);
-// Every distinct (options) that some rung x op x type x accumulator of this device builds,
-// second passes included.
+// Every distinct (options) of reduce.cl that some rung x fold x type x accumulator of this device
+// builds, second passes included.
 std::vector<std::string> all_program_options(const DeviceCaps& caps);
 
 constexpr const char* kSource = "reduce.cl";
 constexpr const char* kKernel = "xr_reduce";
+
+// The pair ops: kernels_cl/pairs.cl after reduce.cl, one program per (rung, op, type) holding
+// both kernels: xr_pair reads elements, xr_pair_records combines the records it writes.
+constexpr const char* kPairSource = "reduce.cl+pairs.cl";
+constexpr const char* kPairKernel = "xr_pair";
+constexpr const char* kPairRecordsKernel = "xr_pair_records";
+// Local memory per work-item of both: the largest pair_t (a value and a long, or two doubles).
+constexpr std::size_t kPairLocalBytes = 16;
+// The -D options of the pair program for (rung, op, type): reduce.cl's for the fold the op
+// compares by, the type as its own accumulator, and XR_PAIR_<NAME>.
+std::string pair_program_options(const Rung& rung, const DeviceCaps& caps, DType type, Op op);
+// Every distinct (options) of a pair program that some rung x pair op x type of this device builds.
+std::vector<std::string> all_pair_program_options(const DeviceCaps& caps);
 
 // ---- reduction ------------------------------------------------------------------------------
 
@@ -201,12 +218,16 @@ struct Request {
   cl_mem buffer = nullptr;
   std::uint64_t offset = 0;  // elements
   std::uint64_t n = 0;
+  // Pair ops: the index that element `offset` has in the whole input (a chunk's first element);
+  // Result::index counts from it.
+  std::int64_t first_index = 0;
   DType type = DType::F32;
   Op op = Op::Sum;
   RunOptions options;
   FinishPolicy finish = FinishPolicy::Auto;
   // Chunks of host data (stream.hpp): when `sink` is set, one reduction (no warmup, no repeat)
-  // copies its result into cell `sink_cell` of `sink` instead of reading it back; the call
+  // copies its result cell (xr::detail::cell_bytes: a pair op's record) into cell `sink_cell` of
+  // `sink` instead of reading it back; the call
   // returns at once, without the value or times, and hands its events (kernels, then the
   // copy) to *events, which must be given.
   cl_mem sink = nullptr;

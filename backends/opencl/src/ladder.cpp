@@ -27,6 +27,10 @@ std::string auto_rung_name(const DeviceCaps& caps, DType type) {
   return size_of(type) < policy::kAutoNarrowBytes ? policy::kAutoRungGpuNarrow : policy::kAutoRungGpu;
 }
 
+std::string pair_rung_name(const DeviceCaps& caps) {
+  return caps.is_cpu() ? policy::kPairRungCpu : policy::kPairRungGpu;
+}
+
 namespace {
 std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
   std::vector<DType> types, classic_types;
@@ -34,15 +38,19 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
     if (caps.fp64 || t != DType::F64) types.push_back(t);
   for (DType t : classic_dtypes)
     if (caps.fp64 || t != DType::F64) classic_types.push_back(t);
-  const std::vector<Op> ops(all_ops.begin(), all_ops.end());
+  const std::vector<Op> ops(fold_ops.begin(), fold_ops.end());
   const std::string no64 = caps.fp64 ? "" : " [no f64: device lacks cl_khr_fp64]";
   const unsigned cascade_k = caps.is_gpu() ? policy::kCascadeKGpu : policy::kCascadeKCpu;
   auto rung = [&](std::string name, std::string note, Tree tree, unsigned k, bool fixed,
                   KernelKind kind = KernelKind::Rung) {
     Rung r;
     r.contiguous_on_cpu = fixed;
-    r.info = KernelInfo{std::move(name), std::move(note) + no64, kind, ops, types, false,
-                        BlockRule{1, static_cast<unsigned>(caps.max_work_group), 1, {}, 0}, {}};
+    r.info.name = std::move(name);
+    r.info.note = std::move(note) + no64;
+    r.info.kind = kind;
+    r.info.ops = ops;
+    r.info.types = types;
+    r.info.blocks = BlockRule{1, static_cast<unsigned>(caps.max_work_group), 1, {}, 0};
     r.tree = tree;
     r.k = k;
     r.fixed_grid = fixed;
@@ -106,8 +114,14 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
       vector,
       runs,
   };
+  const auto named = [&](const std::string& name) {
+    return std::find_if(table.begin(), table.end(), [&](const Rung& r) { return r.info.name == name; });
+  };
+  const auto pairs = named(pair_rung_name(caps));
+  pairs->info.ops.assign(all_ops.begin(), all_ops.end());
+  pairs->info.note += "; argmin, argmax, minmax: value-and-index records (pairs.cl)";
   const std::string auto_name = auto_rung_name(caps, DType::F32);
-  Rung automatic = *std::find_if(table.begin(), table.end(), [&](const Rung& r) { return r.info.name == auto_name; });
+  Rung automatic = *named(auto_name);
   const std::string chosen_note = automatic.info.name;
   automatic.info.name = "auto";
   automatic.info.kind = KernelKind::Auto;
@@ -115,7 +129,9 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
                         (caps.is_cpu() ? std::string("CPU device")
                                        : "GPU; " + std::string(policy::kAutoRungGpuNarrow) + " for elements under " +
                                              std::to_string(policy::kAutoNarrowBytes) + " bytes") +
+                        "; " + pair_rung_name(caps) + " for argmin, argmax, minmax" +
                         ") with this device's grid, work-group size and K; not tuned per n" + no64;
+  automatic.info.ops.assign(all_ops.begin(), all_ops.end());
   table.push_back(std::move(automatic));
   return table;
 }
@@ -208,6 +224,7 @@ std::vector<std::string> all_program_options(const DeviceCaps& caps) {
     for (Op op : r.info.ops)
       for (DType t : r.info.types)
         for (Accumulator a : {Accumulator::Wide, Accumulator::Native}) {
+          if (is_pair(op)) continue;  // pairs.cl: all_pair_program_options
           if (a == Accumulator::Native && !accumulator_matters(op, t)) continue;
           const DType acc = result_dtype(op, t, a);
           const Finish f = atomic_finish(caps, op, acc);
@@ -215,6 +232,25 @@ std::vector<std::string> all_program_options(const DeviceCaps& caps) {
           if (f == Finish::Partials) add(rung_program_options(r, caps, acc, acc, op, Finish::Partials));
         }
   }
+  return out;
+}
+
+std::string pair_program_options(const Rung& rung, const DeviceCaps& caps, DType type, Op op) {
+  const Op fold = op == Op::ArgMax ? Op::Max : Op::Min;
+  std::string o = rung_program_options(rung, caps, type, type, fold, Finish::Partials) + " -DXR_PAIR_" +
+                  upper(to_string(op));
+  if (op == Op::MinMax)
+    o += " -DXR_MAX_IDENTITY=" + visit_dtype(type, [](auto t) { return opencl_literal(identity<decltype(t)>(Op::Max)); });
+  return o;
+}
+
+std::vector<std::string> all_pair_program_options(const DeviceCaps& caps) {
+  // Only the pair rung and auto, which runs it, declare the pair ops.
+  const auto table = rung_table(caps);
+  const auto rung = std::find_if(table.begin(), table.end(), [&](const Rung& r) { return r.info.name == pair_rung_name(caps); });
+  std::vector<std::string> out;
+  for (Op op : pair_ops)
+    for (DType t : rung->info.types) out.push_back(pair_program_options(*rung, caps, t, op));
   return out;
 }
 
@@ -288,7 +324,15 @@ unsigned ceil_log2(std::uint64_t x) {
 
 constexpr unsigned kMaxCoarsening = 1u << 16;
 
+// What a pass's kernel reads, and so the arguments it takes after (in, offset, n, out, local).
+enum class Launch {
+  Fold,         // xr_reduce: elements or partials; then k
+  PairElements, // xr_pair: elements; then k, first_index
+  PairRecords,  // xr_pair_records: records
+};
+
 struct Pass {
+  Launch launch = Launch::Fold;
   CachedKernel* kernel = nullptr;
   std::size_t local = 1;
   std::uint64_t groups = 1;
@@ -377,13 +421,18 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   check_request(asked.info, rq.op, rq.type, rq.n, "opencl", opt);
   const bool exact = opt.exact && exact_applies(rq.op, rq.type);
   const bool automatic = asked.info.kind == KernelKind::Auto;
-  // auto runs the rung it picks for this type, as that rung runs when asked for by name.
-  const Rung& rung = automatic ? find_rung(table, auto_rung_name(caps, rq.type)) : asked;
+  const bool pair = is_pair(rq.op);
+  // auto runs the rung it picks for this type (or for the pair ops), as that rung runs when
+  // asked for by name.
+  const Rung& rung =
+      automatic ? find_rung(table, pair ? pair_rung_name(caps) : auto_rung_name(caps, rq.type)) : asked;
   const std::string kernel_name = automatic ? "auto:" + rung.info.name : rung.info.name;
 
   const DType acc = result_dtype(rq.op, rq.type, opt.accumulator);
-  const std::size_t acc_bytes = size_of(acc);
-  const std::size_t local_bytes = size_of(compute_dtype(acc));  // the work-group tree's values
+  // A partial and the result cell: a value of acc, or a pair op's record.
+  const std::size_t cell_size = xr::detail::cell_bytes(rq.op, rq.type, opt.accumulator);
+  // The work-group tree's values.
+  const std::size_t local_bytes = pair ? kPairLocalBytes : size_of(compute_dtype(acc));
 
   Result res;
   res.device = caps.name;
@@ -423,9 +472,12 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   const unsigned k = rung.k ? rung.k : (opt.coarsening ? opt.coarsening : policy::kRuntimeCoarsening);
   if (k > kMaxCoarsening)
     throw InvalidArgument("opencl: coarsening " + std::to_string(k) + " exceeds " + std::to_string(kMaxCoarsening));
-  const Finish finish = rq.finish == FinishPolicy::Auto ? atomic_finish(caps, rq.op, acc) : Finish::Partials;
+  const Finish finish =
+      rq.finish == FinishPolicy::Auto && !pair ? atomic_finish(caps, rq.op, acc) : Finish::Partials;
+  const std::string pair_options = pair ? pair_program_options(rung, caps, rq.type, rq.op) : std::string();
   CachedKernel& first =
-      cached_kernel(context, device, kSource, rung_program_options(rung, caps, rq.type, acc, rq.op, finish), kKernel);
+      pair ? cached_kernel(context, device, kPairSource, pair_options, kPairKernel)
+           : cached_kernel(context, device, kSource, rung_program_options(rung, caps, rq.type, acc, rq.op, finish), kKernel);
   const std::size_t limit = work_group_limit(first, caps, local_bytes);
   const std::size_t local = choose_work_group(opt.block_size, limit,
                                               rung.vector_width ? policy::kRunsWorkGroup : policy::kWorkGroup, caps,
@@ -452,25 +504,31 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     std::uint64_t groups = rung.fixed_grid ? rung_grid(rung, caps, local) : tiles;
     if (opt.grid_size) groups = opt.grid_size;
     groups = std::clamp<std::uint64_t>(groups, 1, std::min(tiles, max_groups(local)));
-    Pass p{&first, local, groups, -1, rq.offset, rq.n, finish == Finish::Partials ? 0 : 2};
+    Pass p{pair ? Launch::PairElements : Launch::Fold, &first, local, groups, -1, rq.offset, rq.n,
+           finish == Finish::Partials ? 0 : 2};
     passes.push_back(p);
     depth += chain(ceil_div(tiles, groups)) + ceil_log2(local);
     if (finish != Finish::Partials) depth += groups - 1;  // the atomics' chain (exact for integers)
     else scratch_elems[0] = groups;
   }
   if (finish == Finish::Partials && passes.back().groups > 1) {
-    CachedKernel& next = cached_kernel(context, device, kSource,
-                                       rung_program_options(rung, caps, acc, acc, rq.op, Finish::Partials), kKernel);
+    // The partials: reduce.cl on the accumulator type, or the pair program's records kernel (a
+    // grid-stride loop over the records).
+    CachedKernel& next =
+        pair ? cached_kernel(context, device, kPairSource, pair_options, kPairRecordsKernel)
+             : cached_kernel(context, device, kSource, rung_program_options(rung, caps, acc, acc, rq.op, Finish::Partials),
+                             kKernel);
     const std::size_t local2 = std::min(local, work_group_limit(next, caps, local_bytes));
     int src = 0;
     std::uint64_t count = passes.back().groups;
     while (count > 1) {
       const std::uint64_t tiles = ceil_div(count, std::uint64_t{local2} * k);
-      std::uint64_t groups = rung.fixed_grid ? rung_grid(rung, caps, local2) : tiles;
+      std::uint64_t groups = rung.fixed_grid && !pair ? rung_grid(rung, caps, local2) : tiles;
       // At most half as many groups as inputs, so that every pass makes progress (a tile of
       // one element, L = K = 1, would otherwise copy its input).
       groups = std::clamp<std::uint64_t>(groups, 1, std::min({tiles, max_groups(local2), ceil_div(count, 2)}));
-      passes.push_back(Pass{&next, local2, groups, src, 0, count, 1 - src});
+      passes.push_back(
+          Pass{pair ? Launch::PairRecords : Launch::Fold, &next, local2, groups, src, 0, count, 1 - src});
       scratch_elems[1 - src] = std::max(scratch_elems[1 - src], groups);
       depth += chain(ceil_div(tiles, groups)) + ceil_log2(local2);
       count = groups;
@@ -483,19 +541,20 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   ScratchBuffers& scratch = rq.scratch ? *rq.scratch : own;
   cl_mem used[3] = {};
   for (int i = 0; i < 2; ++i)
-    if (scratch_elems[i]) used[i] = scratch.get(context, i, scratch_elems[i] * acc_bytes);
-  if (finish != Finish::Partials) used[2] = scratch.get(context, 2, acc_bytes);
+    if (scratch_elems[i]) used[i] = scratch.get(context, i, scratch_elems[i] * cell_size);
+  if (finish != Finish::Partials) used[2] = scratch.get(context, 2, cell_size);
   auto mem_of = [&](int which) -> cl_mem { return which < 0 ? rq.buffer : used[which]; };
   const cl_mem final_mem = mem_of(passes.back().out);
 
-  unsigned char ident[8] = {};
-  visit_dtype(acc, [&](auto t) {
-    const auto v = identity<decltype(t)>(rq.op);
-    std::memcpy(ident, &v, sizeof v);
-  });
+  unsigned char ident[8] = {};  // the atomic finish's starting value
+  if (finish != Finish::Partials)
+    visit_dtype(acc, [&](auto t) {
+      const auto v = identity<decltype(t)>(rq.op);
+      std::memcpy(ident, &v, sizeof v);
+    });
 
   std::vector<double> kernel_ms, read_ms;
-  unsigned char host[8] = {};
+  unsigned char host[xr::detail::kMaxCellBytes] = {};
   using clock = std::chrono::steady_clock;
   const bool to_sink = rq.sink != nullptr;
   if (to_sink && !rq.events) throw InvalidArgument("opencl: a reduction into a sink needs an event list");
@@ -511,7 +570,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     if (finish != Finish::Partials) {
       cl_event e = nullptr;
       const cl_event* w = wait(nw);
-      check(clEnqueueFillBuffer(rq.queue, used[2], ident, acc_bytes, 0, acc_bytes, nw, w, &e), "clEnqueueFillBuffer",
+      check(clEnqueueFillBuffer(rq.queue, used[2], ident, cell_size, 0, cell_size, nw, w, &e), "clEnqueueFillBuffer",
             "result cell");
       ev.events.push_back(e);
     }
@@ -519,6 +578,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
       const cl_mem in = mem_of(p.in), out = mem_of(p.out);
       const cl_ulong offset = p.in_offset, n = p.n;
       const cl_uint karg = k;
+      const cl_long first_index = rq.first_index;
       const std::size_t global = static_cast<std::size_t>(p.groups) * p.local, local_size = p.local;
       std::lock_guard lock(p.kernel->mutex);
       cl_kernel kern = p.kernel->kernel.get();
@@ -527,7 +587,9 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
       check(clSetKernelArg(kern, 2, sizeof n, &n), "clSetKernelArg", "n");
       check(clSetKernelArg(kern, 3, sizeof out, &out), "clSetKernelArg", "out");
       check(clSetKernelArg(kern, 4, p.local * local_bytes, nullptr), "clSetKernelArg", "local scratch");
-      check(clSetKernelArg(kern, 5, sizeof karg, &karg), "clSetKernelArg", "k");
+      if (p.launch != Launch::PairRecords) check(clSetKernelArg(kern, 5, sizeof karg, &karg), "clSetKernelArg", "k");
+      if (p.launch == Launch::PairElements)
+        check(clSetKernelArg(kern, 6, sizeof first_index, &first_index), "clSetKernelArg", "first_index");
       cl_event e = nullptr;
       const cl_event* w = wait(nw);
       check(clEnqueueNDRangeKernel(rq.queue, kern, 1, nullptr, &global, &local_size, nw, w, &e),
@@ -539,7 +601,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     if (to_sink) {
       cl_event e = nullptr;
       const cl_event* w = wait(nw);
-      check(clEnqueueCopyBuffer(rq.queue, final_mem, rq.sink, 0, rq.sink_cell * acc_bytes, acc_bytes, nw, w, &e),
+      check(clEnqueueCopyBuffer(rq.queue, final_mem, rq.sink, 0, rq.sink_cell * cell_size, cell_size, nw, w, &e),
             "clEnqueueCopyBuffer", "chunk result");
       ev.events.push_back(e);
       rq.events->insert(rq.events->end(), ev.events.begin(), ev.events.end());
@@ -551,7 +613,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     {
       cl_event e = nullptr;
       const cl_event* w = wait(nw);
-      check(clEnqueueReadBuffer(rq.queue, final_mem, CL_TRUE, 0, acc_bytes, host, nw, w, &e), "clEnqueueReadBuffer",
+      check(clEnqueueReadBuffer(rq.queue, final_mem, CL_TRUE, 0, cell_size, host, nw, w, &e), "clEnqueueReadBuffer",
             "result");
       ev.events.push_back(e);
     }
@@ -560,7 +622,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     record_times(ev, launched, profiling, t0, t1, t2, kernel_ms, read_ms);
   }
 
-  res.value = xr::detail::scalar_from_bytes(acc, host);
+  xr::detail::take_cell(res, xr::detail::read_cell(rq.op, rq.type, opt.accumulator, host));
   res.launches = static_cast<int>(passes.size());
   if (to_sink) res.repeats = 0;
   res.finish = finish != Finish::Partials ? finish_name(finish)
@@ -568,7 +630,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
                                           : "one work-group";
   res.kernel_ms = median(kernel_ms);
   res.transfer_ms = median(read_ms);
-  res.rounding_depth = depth;
+  res.rounding_depth = pair ? 0 : depth;  // a pair op compares and never rounds
   xr::detail::fill_identity(res, "opencl", rq.n, rq.op, rq.type);
   return res;
 }

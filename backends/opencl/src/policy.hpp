@@ -55,6 +55,21 @@ constexpr const char* kAutoRungCpu = "vector_runs";
 constexpr const char* kAutoRungGpuNarrow = "vector";
 constexpr std::size_t kAutoNarrowBytes = 4;
 
+// The rung of the pair ops (argmin, argmax, minmax: kernels_cl/pairs.cl), auto's choice for
+// them, and the only rung besides auto that declares them. CPU devices: vector_runs, whose blocks
+// of K elements are folded in vectors and looked at one by one only where they may improve the
+// record. On PoCL (the 2-core EPYC, pthread-haswell; 2^26 resident) argmin read f32 at 13.7 GB/s
+// (min 18.1, OpenMP's argmin 3.5), i32 at 14.0 (min 20.4), u8 at 12.0 (min 10.8), f16 at 11.7
+// (min 11.7) and f64 at 16.4 (min 16.4); minmax f32 at 16.4; coarse's tiles there read argmin f32
+// at 1.4 GB/s (2^24). GPUs: coarse, each work-item stepping through its coalesced elements in
+// index order, a compare and two selects each. On an H100 (NVIDIA's OpenCL, 2^28 resident, one
+// run of 10 each) argmin read f32 at 2488 GB/s (min 3030), i32 at 2321 (min 2985) and f64 at 3024
+// (min 3096); minmax f32 at 2987. Narrow elements lag, one short load per element: argmin u8 at
+// 736 GB/s and f16 at 1372, minmax u8 at 1062, where min on vector's 16-byte packs reads 2293 and
+// 2791.
+constexpr const char* kPairRungCpu = "vector_runs";
+constexpr const char* kPairRungGpu = "coarse";
+
 // Elements per work-item of the `coarse` rung when RunOptions::coarsening is 0.
 constexpr unsigned kRuntimeCoarsening = 16;
 

@@ -946,7 +946,7 @@ std::vector<KernelInfo> segment_strategies(const DeviceCaps& caps) {
   std::vector<DType> types;
   for (DType t : segment_dtypes())
     if (caps.fp64 || t != DType::F64) types.push_back(t);
-  const std::vector<Op> ops(all_ops.begin(), all_ops.end());
+  const std::vector<Op> ops(fold_ops.begin(), fold_ops.end());
   const std::string no64 = caps.fp64 ? "" : " [no f64: device lacks cl_khr_fp64]";
   const auto widest = static_cast<unsigned>(caps.max_work_group);
   std::vector<KernelInfo> out;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "policy.hpp"
 #include "xreduce/error.hpp"
@@ -117,6 +118,7 @@ void QueueDevice::begin(const ChunkPlan& plan) {
     throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps_.name + " does not offer");
   plan_ = plan;
   cell_type_ = result_dtype(plan.op, plan.type, plan.options.accumulator);
+  cell_size_ = xr::detail::cell_bytes(plan.op, plan.type, plan.options.accumulator);
   const std::size_t chunk_bytes = plan.chunk * size_of(plan.type);
   // A resident input keeps a slot per chunk (core checked its size against device_mem_limit).
   if (plan.resident) {
@@ -125,7 +127,7 @@ void QueueDevice::begin(const ChunkPlan& plan) {
     reserve_slots(policy::kDeviceSlots, chunk_bytes, plan.options.device_mem_limit);
     reserve_staging(chunk_bytes);
   }
-  if (!plan.exact) reserve_results(plan.chunks * size_of(cell_type_));
+  if (!plan.exact) reserve_results(plan.chunks * cell_size_);
 
   chunk_ = Request{};
   chunk_.queue = queue_;
@@ -206,6 +208,7 @@ void QueueDevice::reduce(std::uint64_t k, std::uint64_t len) {
     copy_ms_ += r.transfer_ms;
   } else {
     chunk_.sink_cell = k;
+    chunk_.first_index = static_cast<std::int64_t>(k * plan_.chunk);
     chunk_.events = &s.reduction.events;
     r = reduce_on_queue(chunk_);  // enqueued only: timed when the slot is collected
     depth_ = std::max(depth_, r.rounding_depth);
@@ -225,15 +228,22 @@ ChunkOutcome QueueDevice::finish() {
   if (plan_.exact) {
     out.exact = exact_.raw();
     if (plan_.chunks > 1) out.finish += "; the states of " + chunks + " merged on the host before that rounding";
-  } else if (plan_.chunks == 1) {
-    unsigned char bytes[8] = {};
+  } else if (plan_.chunks == 1 || is_pair(plan_.op)) {
+    // The cells as they are: one value, or the records of a pair op combined here in order.
+    std::vector<unsigned char> bytes(plan_.chunks * cell_size_);
     Event read;
-    check(clEnqueueReadBuffer(queue_, results_.get(), CL_TRUE, 0, size_of(cell_type_), bytes, 0, nullptr, read.out()),
-          "clEnqueueReadBuffer", "result");
+    check(clEnqueueReadBuffer(queue_, results_.get(), CL_TRUE, 0, bytes.size(), bytes.data(), 0, nullptr, read.out()),
+          "clEnqueueReadBuffer", plan_.chunks == 1 ? "result" : "chunk records");
     wait_for(read, "result read");
     copy_ms_ += event_ms(read.get());
-    out.value = xr::detail::scalar_from_bytes(cell_type_, bytes);
+    const Accumulator acc = plan_.options.accumulator;
+    xr::detail::CellValue cell = xr::detail::read_cell(plan_.op, plan_.type, acc, bytes.data());
+    for (std::uint64_t k = 1; k < plan_.chunks; ++k)
+      cell = xr::detail::combine_cells(plan_.op, plan_.type, acc, cell,
+                                       xr::detail::read_cell(plan_.op, plan_.type, acc, bytes.data() + k * cell_size_));
+    xr::detail::take_cell(out, cell);
     out.depth = depth_;
+    if (plan_.chunks > 1) out.finish += " + the records of " + chunks + " combined on the host in order";
   } else {
     // The cells, reduced in order by auto; the accumulator keeps their type.
     Request cells;

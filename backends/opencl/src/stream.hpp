@@ -14,9 +14,11 @@ namespace xr::opencl::detail {
 // Host data on one device, through the reducer's one in-order queue. A streamed chunk is read
 // (while the queue writes and reduces the chunk before) into one of policy::kStagingBuffers
 // pinned staging buffers, written into one of policy::kDeviceSlots device slots and reduced
-// into its cell of a buffer of chunk results; the cells are reduced last, in order, on the device. A resident input is written once into
-// slots of its own (one per chunk), then reduced as often as asked. Exact mode merges the
-// chunks' exact states on the host. Buffers are kept between reductions.
+// into its cell of a buffer of chunk results; the cells are reduced last, in order, on the device
+// (a pair op's records, whose indices count from the input's first element, are combined in
+// order on the host). A resident input is written once into slots of its own (one per chunk),
+// then reduced as often as asked. Exact mode merges the chunks' exact states on the host.
+// Buffers are kept between reductions.
 class QueueDevice final : public xr::detail::ChunkDevice {
  public:
   QueueDevice(const DeviceCaps& caps, cl_context context, cl_command_queue queue);
@@ -80,7 +82,8 @@ class QueueDevice final : public xr::detail::ChunkDevice {
 
   // The reduction in progress, and what its pass has done so far.
   xr::detail::ChunkPlan plan_;
-  DType cell_type_ = DType::F32;
+  DType cell_type_ = DType::F32;  // a fold's result type
+  std::size_t cell_size_ = 0;     // xr::detail::cell_bytes of the plan
   Request chunk_;  // the chunk reduction; buffer, n and cell set per chunk
   double kernel_ms_ = 0, copy_ms_ = 0;
   int launches_ = 0;

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "xreduce/exact.hpp"
@@ -51,6 +52,7 @@ struct XR_API KernelInfo {
   KernelKind kind = KernelKind::Rung;
   std::vector<Op> ops;
   std::vector<DType> types;
+  std::vector<std::pair<Op, DType>> left_out;  // pairs of ops x types it does not take
   bool exact = false;  // honours RunOptions::exact for f32/f64 sums
   BlockRule blocks;    // RunOptions::block_size values it accepts, and its default
   // Segmented reductions (Reducer::segment_kernels): the layouts the strategy reduces.

@@ -13,7 +13,10 @@ namespace xr {
 
 struct Reference {
   Scalar value;       // integers: exact (with the wrap of the semantics); float sums: the exact
-                      // sum rounded once; float products: long double product; min/max: exact
+                      // sum rounded once; float products: long double product; min/max: exact;
+                      // minmax: the min
+  std::int64_t index = -1;  // argmin, argmax: the index of the first occurrence
+  Scalar maximum;           // minmax: the max
   double magnitude = 0;  // sum |x| for float sums, |value| for float products
   // Float sums: the exact sum before its rounding (states of disjoint parts merge into the
   // whole's: a distributed reference, xr::mpi::reference_reduce).
@@ -38,7 +41,7 @@ struct Agreement {
   bool overflow = false;
 };
 
-// Integers, min and max compare exactly (NaN equals NaN). Float sums allow
+// Integers, min, max and the pair ops compare exactly (NaN equals NaN; indices and the max too). Float sums allow
 // (d + 1) * u * sum|x| + u * |ref|, with d the result's rounding_depth (n when unknown) and u
 // the unit roundoff of the result type; float products (d + 1) * u * |ref|.
 // A plain float sum that is not finite where the reference is finite: `overflow`.

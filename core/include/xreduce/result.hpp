@@ -11,7 +11,9 @@
 namespace xr {
 
 struct Result {
-  Scalar value;                 // of type result_dtype(op, type, accumulator)
+  Scalar value;                 // of type result_dtype(op, type, accumulator); minmax: the min
+  std::int64_t index = -1;      // argmin, argmax: the index of value's first occurrence; else -1
+  Scalar maximum;               // minmax: the max, of the input type; unset (I64 0) otherwise
   std::uint64_t n = 0;          // elements reduced
   Op op = Op::Sum;
   DType type = DType::F32;      // input element type

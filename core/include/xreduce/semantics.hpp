@@ -11,15 +11,22 @@
 // |      |                       |              | bf16 in f32, and return f32               |
 // | min  | +inf / type max       | EmptyInput   | any NaN in the input makes the result NaN |
 // | max  | -inf / type lowest    | EmptyInput   | any NaN in the input makes the result NaN |
+// | argmin, | min / max, index of  | EmptyInput   | ties go to the smallest index; the first  |
+// | argmax  | its first occurrence |              | NaN wins, with its index (as NumPy)       |
+// | minmax  | min and max          | EmptyInput   | NaN rules as for min and max              |
 //
-// Min and max return the input type, f16 and bf16 included (compared in f32, exactly).
+// Min, max and the pair ops return the input type, f16 and bf16 included (compared in f32,
+// exactly). An index is an int64 position in the whole input.
 //
 // Float sums and products round after every step, so their result depends on the order of
 // the steps; Reducer results carry `rounding_depth` so tests can bound that difference.
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "xreduce/export.hpp"
@@ -85,26 +92,106 @@ template <> struct OpFn<Op::Max> {
   template <class T> static constexpr T apply(T a, T b) { return (a < b || b != b) ? b : a; }
 };
 
-// Calls f(OpFn<op>{}) for a run-time op: the one switch over Op that callers share.
-template <class F> constexpr decltype(auto) visit_op(Op op, F&& f) {
+// Calls f(OpFn<op>{}) for a run-time fold: the one switch over the folds that callers share.
+// A pair op has no OpFn: callers branch on is_pair() first.
+template <class F> constexpr decltype(auto) visit_fold(Op op, F&& f) {
   switch (op) {
 #define XR_VISIT(e, ...) \
   case Op::e: return f(OpFn<Op::e>{});
     XR_OPS(XR_VISIT)
 #undef XR_VISIT
+    default: break;
   }
-  return f(OpFn<Op::Sum>{});  // not reached: every enumerator has its case
+  throw std::invalid_argument("xr::visit_fold: " + std::string(to_string(op)) + " is not a fold");
 }
 
 // Calls f(OpFn<O>{}) for every op, in table order.
-template <class F> constexpr void for_each_op(F&& f) {
+template <class F> constexpr void for_each_fold(F&& f) {
 #define XR_EACH(e, ...) f(OpFn<Op::e>{});
   XR_OPS(XR_EACH)
 #undef XR_EACH
 }
 
+// ---- the pair ops ----------------------------------------------------------------------------
+
+// argmin, argmax: a value and its index. kNoIndex (after every real index) marks the identity,
+// so that any element, even one equal to the identity's value, replaces it; results report it
+// as -1 (an empty segment).
+inline constexpr std::int64_t kNoIndex = INT64_MAX;
+template <class T> struct Located {
+  using element_type = T;
+  T value;
+  std::int64_t index;
+};
+// minmax: both extremes.
+template <class T> struct Bounds {
+  using element_type = T;
+  T min;
+  T max;
+};
+
+// Whether `later`, found after `kept` in the input, takes its place in an arg op of fold F
+// (Min or Max): strictly beyond it, or the first NaN. f16 and bf16 compare in f32.
+template <Op F, class T> constexpr bool replaces(T kept, T later) {
+  const compute_t<T> k = static_cast<compute_t<T>>(kept), l = static_cast<compute_t<T>>(later);
+  const bool beyond = F == Op::Min ? l < k : k < l;
+  return beyond || (l != l && k == k);
+}
+
+// One pair op's semantics: identity<T>() and apply(a, b) over its record, in either order
+// (argmin and argmax compare indices, so a tree or an atomic may combine in any order).
+template <Op O> struct PairFn;
+
+template <Op F> struct ArgFn {
+  static constexpr Op fold = F;
+  template <class T> static constexpr Located<T> identity() { return {OpFn<F>::template identity<T>(), kNoIndex}; }
+  template <class T> static constexpr Located<T> apply(Located<T> a, Located<T> b) {
+    const bool a_first = a.index <= b.index;
+    const Located<T>& first = a_first ? a : b;
+    const Located<T>& second = a_first ? b : a;
+    return replaces<F>(first.value, second.value) ? second : first;
+  }
+};
+template <> struct PairFn<Op::ArgMin> : ArgFn<Op::Min> {
+  static constexpr Op op = Op::ArgMin;
+};
+template <> struct PairFn<Op::ArgMax> : ArgFn<Op::Max> {
+  static constexpr Op op = Op::ArgMax;
+};
+template <> struct PairFn<Op::MinMax> {
+  static constexpr Op op = Op::MinMax;
+  template <class T> static constexpr Bounds<T> identity() {
+    return {OpFn<Op::Min>::identity<T>(), OpFn<Op::Max>::identity<T>()};
+  }
+  template <class T> static constexpr Bounds<T> apply(Bounds<T> a, Bounds<T> b) {
+    return {OpFn<Op::Min>::apply(a.min, b.min), OpFn<Op::Max>::apply(a.max, b.max)};
+  }
+};
+
+// The record a pair op reduces over T: Located<T> or Bounds<T>.
+template <Op O, class T> using pair_record_t = std::conditional_t<O == Op::MinMax, Bounds<T>, Located<T>>;
+
+// Calls f(PairFn<op>{}) for a run-time pair op.
+template <class F> constexpr decltype(auto) visit_pair(Op op, F&& f) {
+  switch (op) {
+#define XR_VISIT(e, ...) \
+  case Op::e: return f(PairFn<Op::e>{});
+    XR_PAIR_OPS(XR_VISIT)
+#undef XR_VISIT
+    default: break;
+  }
+  throw std::invalid_argument("xr::visit_pair: " + std::string(to_string(op)) + " is not a pair op");
+}
+
+// Calls f(PairFn<O>{}) for every pair op, in table order.
+template <class F> constexpr void for_each_pair(F&& f) {
+#define XR_EACH(e, ...) f(PairFn<Op::e>{});
+  XR_PAIR_OPS(XR_EACH)
+#undef XR_EACH
+}
+
 template <class T> constexpr T identity(Op op) {
-  return visit_op(op, [](auto fn) { return decltype(fn)::template identity<T>(); });
+  return visit_fold(op, [](auto fn) { return decltype(fn)::template identity<T>(); });
 }
 
 // The value of a reduction of no elements (sum and product only: min and max of nothing are
@@ -119,10 +206,10 @@ template <class T> constexpr T empty_value(Op op) {
 Scalar empty_scalar(Op op, DType type);
 
 template <class T> T combine(Op op, T a, T b) {
-  return visit_op(op, [&](auto fn) { return decltype(fn)::apply(a, b); });
+  return visit_fold(op, [&](auto fn) { return decltype(fn)::apply(a, b); });
 }
 
-// Throws EmptyInput for min/max of zero elements. Every entry point calls it.
+// Throws EmptyInput for min, max and the pair ops of zero elements. Every entry point calls it.
 XR_API void require_value_exists(Op op, std::uint64_t n);
 
 }  // namespace xr

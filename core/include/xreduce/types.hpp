@@ -14,13 +14,22 @@
 
 namespace xr {
 
-// The operations, one row each: enumerator, name. What each means (identity, how two values
-// combine, NaN) is its OpFn in xreduce/semantics.hpp.
+// The folds, one row each: enumerator, name. A fold returns one value, two of which combine
+// into one; what each means (identity, how two values combine, NaN) is its OpFn in
+// xreduce/semantics.hpp.
 #define XR_OPS(X) \
   X(Sum, "sum")   \
   X(Prod, "prod") \
   X(Min, "min")   \
   X(Max, "max")
+
+// The pair ops, one row each: enumerator, name. Each returns two things of one read of the
+// data: argmin and argmax the extreme value and the index of its first occurrence, minmax the
+// min and the max. What each means is its PairFn in xreduce/semantics.hpp.
+#define XR_PAIR_OPS(X)    \
+  X(ArgMin, "argmin")     \
+  X(ArgMax, "argmax")     \
+  X(MinMax, "minmax")
 
 // The element types, one row each: enumerator, C++ type, name, .npy descr (little-endian),
 // OpenCL C storage type (bf16 has no .npy descr, and is its bits in OpenCL C). Everything else about a type (size, float or integer, limits, the accumulator
@@ -39,12 +48,14 @@ namespace xr {
   X(BF16, xr::bf16, "bf16", "", "ushort")
 
 #define XR_ENUMERATOR(e, ...) e,
-enum class Op : std::uint8_t { XR_OPS(XR_ENUMERATOR) };
+enum class Op : std::uint8_t { XR_OPS(XR_ENUMERATOR) XR_PAIR_OPS(XR_ENUMERATOR) };
 enum class DType : std::uint8_t { XR_ELEMENT_TYPES(XR_ENUMERATOR) };
 #undef XR_ENUMERATOR
 
 #define XR_QUALIFIED(e, ...) Op::e,
-inline constexpr std::array all_ops{XR_OPS(XR_QUALIFIED)};
+inline constexpr std::array all_ops{XR_OPS(XR_QUALIFIED) XR_PAIR_OPS(XR_QUALIFIED)};
+inline constexpr std::array fold_ops{XR_OPS(XR_QUALIFIED)};
+inline constexpr std::array pair_ops{XR_PAIR_OPS(XR_QUALIFIED)};
 #undef XR_QUALIFIED
 #define XR_QUALIFIED(e, ...) DType::e,
 inline constexpr std::array all_dtypes{XR_ELEMENT_TYPES(XR_QUALIFIED)};
@@ -55,6 +66,10 @@ inline constexpr std::array all_dtypes{XR_ELEMENT_TYPES(XR_QUALIFIED)};
 // modern rungs, auto and the baselines take every type.
 inline constexpr std::array classic_dtypes{DType::I32, DType::I64, DType::F32, DType::F64};
 inline constexpr std::size_t kOpCount = all_ops.size();
+inline constexpr std::size_t kFoldCount = fold_ops.size();
+constexpr bool is_pair(Op op) { return static_cast<std::size_t>(op) >= kFoldCount; }
+// argmin and argmax: their result carries an index (Result::index).
+constexpr bool is_indexed(Op op) { return op == Op::ArgMin || op == Op::ArgMax; }
 inline constexpr std::size_t kDTypeCount = all_dtypes.size();
 
 // A row of the element-type table, for code that needs a type's facts at run time.
@@ -88,7 +103,8 @@ enum class Accumulator : std::uint8_t { Wide, Native };
 XR_API std::string_view to_string(Op op);
 XR_API std::string_view to_string(DType type);
 XR_API std::string_view to_string(Accumulator acc);
-// Case-insensitive; accepts "sum|add|+", "prod|product|mul|*", "min", "max" and
+// Case-insensitive; accepts "sum|add|+", "prod|product|mul|*", "min", "max", "argmin", "argmax",
+// "minmax" and
 // "i32|int32|int", "i64|int64|long", "f32|float32|float", "f64|float64|double", "i8|int8",
 // "u8|uint8", "u32|uint32", "u64|uint64", "f16|float16|half", "bf16|bfloat16".
 // Throws InvalidArgument naming the accepted spellings.
@@ -150,8 +166,10 @@ using accumulator_t = std::conditional_t<
     is_half_v<T>, std::conditional_t<O == Op::Sum || O == Op::Prod, float, T>,
     std::conditional_t<O == Op::Sum && A == Accumulator::Wide, wide_sum_t<T>, T>>;
 
-// The type a reduction produces: the accumulator_t of (op, type, accumulator).
+// The type a reduction produces: the accumulator_t of (op, type, accumulator); the input type
+// for the pair ops (their value, and minmax's max).
 constexpr DType result_dtype(Op op, DType in, Accumulator acc = Accumulator::Wide) {
+  if (is_pair(op)) return in;
   return visit_dtype(in, [&](auto t) {
     using T = decltype(t);
     if constexpr (is_half_v<T>)

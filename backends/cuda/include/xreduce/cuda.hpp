@@ -43,7 +43,9 @@ XR_API Result reduce(const T* dev_ptr, std::uint64_t n, Op op, cudaStream_t stre
 // Asynchronous: enqueues the reduction on `stream` and returns at once. dev_result (device
 // memory on the same device, aligned to its size) receives one value of type
 // result_dtype(op, dtype_of<T>, accumulator): for an i32 sum with Accumulator::Wide that is
-// an int64_t. Argument errors throw before anything is enqueued.
+// an int64_t. A pair op writes its record (xreduce/semantics.hpp, aligned as its type):
+// xr::Located<T> for argmin and argmax (the value, then the int64 index), xr::Bounds<T> for
+// minmax. Argument errors throw before anything is enqueued.
 template <class T>
 XR_API void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result,
                          cudaStream_t stream = nullptr, Accumulator accumulator = Accumulator::Wide);

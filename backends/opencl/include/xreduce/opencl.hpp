@@ -34,9 +34,12 @@
 namespace xr::opencl {
 
 // Reduces elements [offset, offset + n) of `buffer` (offset and n in elements of `type`) with
-// the rung options.kernel ("auto" by default). The queue may be in-order or out-of-order;
-// the call enqueues its commands after everything already on the queue that it waits for
-// (in-order queues) and returns when the result has been read back.
+// the rung options.kernel ("auto" by default). argmin and argmax return the value and the index
+// of its first occurrence (Result::index, counted from `offset`), minmax the min (Result::value)
+// and the max (Result::maximum); they run on auto and on the rung kernels() lists them for.
+// The queue may be in-order or out-of-order; the call enqueues its commands after everything
+// already on the queue that it waits for (in-order queues) and returns when the result has been
+// read back.
 //
 // Timing: with a queue created with CL_QUEUE_PROFILING_ENABLE, kernel_ms comes from profiling
 // events (the result fill and the kernels of one reduction); without it, from the host's
@@ -45,7 +48,8 @@ namespace xr::opencl {
 //
 // Throws InvalidArgument (unknown rung, unsupported op/type such as f64 on a device without
 // cl_khr_fp64, a range beyond the buffer, a buffer of another context, a work-group size the
-// kernel does not allow), EmptyInput (min/max of nothing), KernelBuildError, DeviceError.
+// kernel does not allow, a pair op on a rung without it), EmptyInput (min, max or a pair op of
+// nothing), KernelBuildError, DeviceError.
 XR_API Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::uint64_t n,
                      DType type, Op op, const RunOptions& options = {});
 
