@@ -45,6 +45,13 @@ std::string backend_for(const std::string& asked) {
   return usable.front();
 }
 
+// The pair ops (argmin, argmax, minmax) are not combined across ranks.
+void refuse_pair_op(Op op) {
+  if (is_pair(op))
+    throw InvalidArgument("mpi: " + std::string(to_string(op)) +
+                          " is not combined across ranks; reduce each rank's part with xr::make_reducer");
+}
+
 // A part of no elements: reducers refuse min and max of nothing, but a rank may hold nothing.
 Result empty_part(Op op, DType type, const RunOptions& options) {
   Result r;
@@ -180,9 +187,7 @@ struct Reducer::State {
     part.op = op;
     part.runs = combines(options);
     try {
-      if (is_pair(op))
-        throw InvalidArgument("mpi: " + std::string(to_string(op)) +
-                              " is not combined across ranks; reduce each rank's part with xr::make_reducer");
+      refuse_pair_op(op);
       part.result = n == 0 && (op == Op::Min || op == Op::Max) ? empty_part(op, type, options)
                                                                : local->reduce(in, op, options);
       part.result.backend = local->backend();
@@ -287,6 +292,7 @@ template <class Input> Reference distributed_reference(MPI_Comm comm, Input& loc
     RunOptions options;
     options.accumulator = acc;
     options.exact = true;  // float sums: the reference is exact
+    refuse_pair_op(op);
     if (n == 0 && (op == Op::Min || op == Op::Max)) {
       part.result = empty_part(op, type, options);
     } else {

@@ -293,6 +293,13 @@ TEST_CASE("ranks that disagree on what they reduce, and min of nothing, throw on
   CHECK(!std::signbit(s.result.value.f));
   const xr::mpi::GlobalResult p = reducer.reduce(std::span<const float>(none), xr::Op::Prod);
   CHECK(p.result.value.f == 1.0);
+  // The pair ops are not combined across ranks: one InvalidArgument on every rank, both paths.
+  for (xr::Op op : xr::pair_ops) {
+    CHECK_THROWS_WITH_AS(reducer.reduce(std::span<const float>(f), op), doctest::Contains("not combined across ranks"),
+                         xr::InvalidArgument);
+    CHECK_THROWS_WITH_AS(xr::mpi::reference_reduce(MPI_COMM_WORLD, xr::HostArray::of(std::span<const float>(f)), op),
+                         doctest::Contains("not combined across ranks"), xr::InvalidArgument);
+  }
 }
 
 TEST_CASE("a file's slices: each rank streams its own byte range") {
