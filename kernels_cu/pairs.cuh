@@ -73,19 +73,34 @@ template <class Record> __device__ __forceinline__ Record load_record_cg(const R
   return r;
 }
 
-// First pass: each thread feeds its 128-bit packs in index order, U loads in flight, and its
-// head or tail element apart; the block combines the records by PairFn (any order); one stored
-// record per block in `partials`; the block that draws the last ticket of `counter` (0
-// between launches) combines them into *out and resets it. Element 0 is index `first` of the
-// whole input. Packs are dealt as k_vec deals them (GridStride, or BlockSegments with
-// streaming loads for inputs beyond the L2).
-template <class In, xr::Op O, unsigned U, Deal D>
+// Packs [p, end) of one thread, `step` apart, in index order (U loads in flight); pack q starts
+// at index base + q * V.
+template <xr::Op O, class In, unsigned U, Deal D, class R>
+__device__ __forceinline__ void feed_packs(R& r, const Pack<In>* packs, u64 p, u64 end, u64 step, std::int64_t base) {
+  constexpr unsigned V = Pack<In>::size;
+  for (; p + (U - 1) * step < end; p += U * step) {
+    Pack<In> v[U];
+#pragma unroll
+    for (unsigned u = 0; u < U; ++u) v[u] = load_pack<D>(packs + p + u * step);
+#pragma unroll
+    for (unsigned u = 0; u < U; ++u) feed_pack<O, In>(r, v[u], base + static_cast<std::int64_t>((p + u * step) * V));
+  }
+  for (; p < end; p += step) feed_pack<O, In>(r, load_pack<D>(packs + p), base + static_cast<std::int64_t>(p * V));
+}
+
+// One launch: blocks draw tiles of `tile_packs` 128-bit packs from `tile_counter` (as
+// k_vec_tiles does: SMs that stream faster take more tiles) and each thread feeds a tile's
+// packs in index order, U loads in flight, streaming past L1; a block's draws only grow, so
+// every thread sees its packs in index order. The head and tail elements go apart. The block
+// combines its records by PairFn (any order); one stored record per block in `partials`; the
+// block that draws the last ticket of `counter` combines them into *out and resets both
+// counters (0 between launches). Element 0 is index `first` of the whole input.
+template <class In, xr::Op O, unsigned U>
 __global__ void __launch_bounds__(1024)
-    k_pair(const In* __restrict__ in, u64 n, std::int64_t first, StoredRecord<O, In>* __restrict__ partials,
-           unsigned* __restrict__ counter, StoredRecord<O, In>* __restrict__ out) {
+    k_pair(const In* __restrict__ in, u64 n, std::int64_t first, u64 tile_packs, StoredRecord<O, In>* __restrict__ partials,
+           unsigned* __restrict__ counter, unsigned* __restrict__ tile_counter, StoredRecord<O, In>* __restrict__ out) {
   using C = xr::compute_t<In>;
   using R = ThreadRecord<O, In>;
-  constexpr unsigned V = Pack<In>::size;
   const PackSplit<In> split(in, n);
   const u64 nvec = split.nvec;
   const u64 tid = u64(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -96,29 +111,29 @@ __global__ void __launch_bounds__(1024)
     const u64 i = split.tail_begin + (tid - split.head);
     feed<O>(edge, static_cast<C>(in[i]), first + static_cast<std::int64_t>(i));
   }
-  u64 p = tid, end = nvec, step = u64(gridDim.x) * blockDim.x;
-  if constexpr (D == Deal::BlockSegments) {
-    const u64 tile = u64(blockDim.x) * U;
-    const u64 per_block = ((nvec + gridDim.x - 1) / gridDim.x + tile - 1) / tile * tile;
-    const u64 begin = u64(blockIdx.x) * per_block;
-    end = begin < nvec ? (nvec - begin < per_block ? nvec : begin + per_block) : begin;
-    p = begin + threadIdx.x;
-    step = blockDim.x;
-  }
   R r = ident<O, R>();
   const Pack<In>* packs = reinterpret_cast<const Pack<In>*>(in + split.head);
   const std::int64_t base = first + static_cast<std::int64_t>(split.head);
-  for (; p + (U - 1) * step < end; p += U * step) {
-    Pack<In> v[U];
-#pragma unroll
-    for (unsigned u = 0; u < U; ++u) v[u] = load_pack<D>(packs + p + u * step);
-#pragma unroll
-    for (unsigned u = 0; u < U; ++u) feed_pack<O, In>(r, v[u], base + static_cast<std::int64_t>((p + u * step) * V));
+  const u64 tiles = (nvec + tile_packs - 1) / tile_packs;
+  // Draws alternate between two cells, as in k_vec_tiles.
+  __shared__ unsigned drawn[2];
+  if (threadIdx.x == 0) drawn[0] = atomicAdd(tile_counter, 1u);
+  __syncthreads();
+  for (unsigned round = 0;; ++round) {
+    const u64 t = drawn[round & 1];
+    if (t >= tiles) break;
+    if (threadIdx.x == 0) drawn[(round + 1) & 1] = atomicAdd(tile_counter, 1u);
+    const u64 begin = t * tile_packs;
+    feed_packs<O, In, U, Deal::DynamicTiles>(r, packs, begin + threadIdx.x, min(nvec, begin + tile_packs), blockDim.x,
+                                             base);
+    __syncthreads();
   }
-  for (; p < end; p += step) feed_pack<O, In>(r, load_pack<D>(packs + p), base + static_cast<std::int64_t>(p * V));
   r = block_reduce<O>(apply<O>(r, edge));
   if (gridDim.x == 1) {
-    if (threadIdx.x == 0) *out = convert<O, In>(r);
+    if (threadIdx.x == 0) {
+      *out = convert<O, In>(r);
+      *tile_counter = 0;
+    }
     return;
   }
   __shared__ bool is_last;
@@ -137,6 +152,7 @@ __global__ void __launch_bounds__(1024)
   if (threadIdx.x == 0) {
     *out = convert<O, In>(r);
     *counter = 0;
+    *tile_counter = 0;
   }
 }
 

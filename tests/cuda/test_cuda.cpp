@@ -157,8 +157,9 @@ std::vector<unsigned> blocks_for(const xr::KernelInfo& k) {
 
 // Whether auto ran a layout it takes for an input of `bytes` (rungs_grid.cu): from 64 MB,
 // segments, or bulk_copy on GPUs whose HBM reaches 4 TB/s; from 1 GiB tiles of either kind.
+// The pair ops draw tiles at every size (rungs_pairs.cu).
 bool auto_ran_its_layout(const std::string& kernel, u64 bytes, Op op = Op::Sum) {
-  if (xr::is_pair(op)) return kernel == (bytes < (u64(64) << 20) ? "auto:pairs" : "auto:pairs_segmented");
+  if (xr::is_pair(op)) return kernel == "auto:pairs";
   if (bytes < (u64(64) << 20)) return kernel == "auto:single_pass";
   if (bytes < (u64(1) << 30)) return kernel == "auto:segmented" || kernel == "auto:bulk_copy";
   return kernel == "auto:dynamic_tiles" || kernel == "auto:bulk_tiles";
@@ -616,6 +617,19 @@ TEST_CASE("auto at n = 2^31 + 5 (64-bit indexing)") {
   CHECK(run("auto", Op::Min, Accumulator::Wide).value.i == v);
   CK(cudaMemset(d.p + n - 1, 0, sizeof(std::int32_t)));  // the last element (beyond 2^31) is 0
   CHECK(run("auto", Op::Min, Accumulator::Wide).value.i == 0);
+  // The pair ops: the only minimum is the last element; the maxima tie at index 0 until one
+  // larger element lands past 2^31, then it wins.
+  const xr::Result argmin = run("auto", Op::ArgMin, Accumulator::Wide);
+  CHECK(argmin.value.i == 0);
+  CHECK(argmin.index == std::int64_t(n) - 1);
+  CHECK(auto_ran_its_layout(argmin.kernel, n * sizeof(std::int32_t), Op::ArgMin));
+  CHECK(run("auto", Op::ArgMax, Accumulator::Wide).index == 0);
+  const u64 planted = (u64(1) << 31) + 1;
+  CK(cudaMemset(d.p + planted, 2, sizeof(std::int32_t)));
+  const xr::Result argmax = run("auto", Op::ArgMax, Accumulator::Wide);
+  CHECK(argmax.value.i == 0x02020202);
+  CHECK(argmax.index == std::int64_t(planted));
+  CK(cudaMemset(d.p + planted, 1, sizeof(std::int32_t)));
   // The other rungs index with 64 bits too (the serialised atomic ones are left out: slow).
   for (const auto& k : xr::cu::kernels()) {
     if (k.name == "atomic_global" || k.name == "atomic_shared" || k.name == "auto") continue;

@@ -13,8 +13,13 @@ namespace xr::cuda::detail::policy {
 constexpr unsigned kUnroll = 4;
 
 // The pair ops (rungs_pairs.cu): no fewer packs per thread than this, so small inputs take
-// fewer, fuller blocks and the second launch reads few records.
+// fewer, fuller blocks. kTileThreadsPerSM threads an SM draw tiles of at most kPairTilePacks
+// packs (64 KB) at every size. On an H100, f32 argmax against cub::DeviceReduce::ArgMax in one
+// process: 1.005 at 2^24, 0.963 at 2^28, 0.936 at 2^30 (argmin 0.971 at 2^28), where the fixed
+// grid it replaced (grid-stride below 64 MB, block segments above) took 1.154, 1.006-1.018 and
+// 0.962 in processes of its own.
 constexpr std::uint64_t kPairPacksPerThread = 4;
+constexpr std::uint64_t kPairTilePacks = 4096;
 
 // dynamic_tiles: tiles of 16384 packs (256 KB) at 1024 threads per SM: on an H100, 256 KB at 4
 // blocks of 256 threads per SM ran at 0.975-0.980 of CUB at 2^29-2^30 i32 (64 KB and 1 MB

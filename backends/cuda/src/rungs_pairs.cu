@@ -1,6 +1,6 @@
-// The pair ops (argmin, argmax, minmax) on auto: k_pair on a fixed grid (SMs x resident
-// blocks, at least kPairPacksPerThread packs a thread), one record per block, combined by the
-// last block of the same launch (kernels_cu/pairs.cuh).
+// The pair ops (argmin, argmax, minmax) on auto: k_pair, kTileThreadsPerSM threads an SM
+// (at least kPairPacksPerThread packs a thread) drawing tiles of up to kPairTilePacks packs;
+// one record per block, combined by the last block of the same launch (kernels_cu/pairs.cuh).
 #include "kernels_cu/pairs.cuh"
 #include "drivers.cuh"
 #include "policy.hpp"
@@ -10,28 +10,28 @@ namespace {
 
 using namespace policy;
 
-template <class In, Op O, kern::Deal D> Outcome run_pair_dealt(const Launch& L, const char* variant) {
+template <class In, Op O> Outcome run_pair(const Launch& L) {
   using Record = kern::StoredRecord<O, In>;
-  const auto kernel = &kern::k_pair<In, O, kUnroll, D>;
+  const auto kernel = &kern::k_pair<In, O, kUnroll>;
   const u64 packs = ceil_div(L.n * sizeof(In), 16);
-  const u64 g = fixed_grid(L, packs, true, reinterpret_cast<const void*>(kernel), 0, kPairPacksPerThread);
+  u64 g = L.grid;
+  if (!g) {
+    const unsigned resident = unsigned(blocks_per_sm(reinterpret_cast<const void*>(kernel), L.block, 0, L.caps->device));
+    g = std::clamp<u64>(ceil_div(packs, u64(L.block) * kPairPacksPerThread), 1,
+                        u64(L.caps->sm_count) * std::clamp(kTileThreadsPerSM / L.block, 1u, std::max(resident, 1u)));
+  }
   const unsigned grid = to_grid(g, "auto");
+  // Small inputs: a tile for each block, so that every block has one.
+  const u64 tile = std::clamp<u64>(ceil_div(packs, grid), L.block, kPairTilePacks);
   auto* partials = static_cast<Record*>(L.ws->scratch(0, std::size_t(grid) * sizeof(Record)));
-  kernel<<<grid, L.block, 0, L.stream>>>(static_cast<const In*>(L.in), L.n, L.first, partials, L.ws->counter(),
-                                         static_cast<Record*>(L.out));
+  kernel<<<grid, L.block, 0, L.stream>>>(static_cast<const In*>(L.in), L.n, L.first, tile, partials, L.ws->counter(),
+                                         L.ws->tile_counter(), static_cast<Record*>(L.out));
   check_launch("auto (pair ops)");
   Outcome o;
   o.launches = 1;
-  o.finish = grid == 1 ? "one block" : "last block (ticket) combines the blocks' records";
-  o.variant = variant;
+  o.finish = grid == 1 ? "one block" : "tiles drawn from a counter; the last block (ticket) combines the blocks' records";
+  o.variant = "auto:pairs";
   return o;
-}
-
-// Packs dealt as the folds' auto deals them: grid-stride, or block segments with streaming
-// loads from kStreamingBytes.
-template <class In, Op O> Outcome run_pair(const Launch& L) {
-  if (L.n * sizeof(In) >= kStreamingBytes) return run_pair_dealt<In, O, kern::Deal::BlockSegments>(L, "auto:pairs_segmented");
-  return run_pair_dealt<In, O, kern::Deal::GridStride>(L, "auto:pairs");
 }
 
 }  // namespace
