@@ -1,15 +1,18 @@
 // xreduce: segmented reductions (xreduce/segments.hpp) on OpenCL devices. A program is reduce.cl
 // followed by this file, built with reduce.cl's -D options and these (build_options in
 // backends/opencl/src/segments.cpp), so the element and accumulator types (in_t, acc_t), the op
-// (xr_op, XR_STEP, XR_DEFINE_OP), its identity (XR_IDENTITY) and XR_CAT come from there, from the
-// same definitions as the whole-array kernels. This file adds:
+// (xr_op, XR_STEP, XR_DEFINE_OP), its identity (XR_IDENTITY), the loads of inputs (XR_LOAD,
+// XR_LOADV) and stores of values (XR_STORE, out_t) and XR_CAT come from there, from the same
+// definitions as the whole-array kernels. f16 and bf16 inputs are read as their bits and widened
+// to float (acc_t); the min and max of them are stored back as the input type (out_t), the values
+// of sums and products as float. This file adds:
 //
 //   XR_EMPTY      the value of an empty segment (xr::empty_value: +0 for float sums)
 //   XR_SEG_MODE   what the items of xr_seg_team are (below)
 //   XR_TEAM       work-items per item (a power of two dividing the work-group); 0: run-time
 //   XR_SEGS       items each team reduces per round, their first loads issued together
-//   XR_PACK_W     elements per load: 1, or a vector of 2 or 4 (rows and columns whose start,
-//                 length and stride are multiples of it; the host checks)
+//   XR_PACK_W     elements per load: 1, or a vector of up to 16 bytes (rows and columns whose
+//                 start, length and stride are multiples of it; the host checks)
 //   XR_UNROLL     loads of one lane in flight within one item
 //   XR_FIT        1: every lane reads exactly XR_UNROLL loads of every item (rows whose length
 //                 is team * pack * unroll)
@@ -17,12 +20,13 @@
 //   XR_ROW_LEN    CPU rows: a power of two <= 16 when every row is that long and rows are dense
 //   XR_NARROW     CPU columns: the column count when it divides 16 and rows are dense
 //   XR_COLUMN_ROWS  CPU columns: rows combined per pass over a block's values
-//   XR_SEG_EXACT  1: only xr_seg_exact, for an f32 or f64 input
+//   XR_SEG_EXACT  1: only xr_seg_exact, for an f32, f64, f16 or bf16 input
 //
 // A segment of the Offsets layout is [clamp(offsets[i], 0, n), clamp(offsets[i + 1], begin, n)):
 // the host validates offsets, and the device never reads outside [0, n) whatever they hold.
 // Every value starts from the op's identity (-0 for float sums, so that a sum of -0 terms is
-// -0); a segment with no element gets XR_EMPTY instead.
+// -0); a segment with no element gets XR_EMPTY instead. Values, partials and carries are out_t,
+// written by XR_STORE and read back by XR_LOAD_OUT.
 
 #ifndef XR_SEG_MODE
 #define XR_SEG_MODE 0
@@ -72,13 +76,31 @@
 #define XR_NONE (~0UL)
 #define XR_EMPTY_ACC ((acc_t)(XR_EMPTY))
 
+// ---- values: out_t in memory, acc_t in registers ---------------------------------------------
+
+// Element i of an out_t array as acc_t (XR_LOAD_OUT), W of them from p as a vector of acc_t
+// (XR_LOADV_OUT), and W values stored at p (XR_STOREV): XR_STORE and its inverse, f16 through
+// vload_half and vstore_half, bf16 as the top of a float's bits (exact: values stored as f16 or
+// bf16 are the min or max of such inputs).
+#if XR_OUT_HALF == 1
+#define XR_LOAD_OUT(p, i) vload_half((i), (p))
+#define XR_LOADV_OUT(W, p) XR_CAT(vload_half, W)(0, (p))
+#define XR_STOREV(W, v, p) XR_CAT(vstore_half, W)((v), 0, (p))
+#elif XR_OUT_HALF == 2
+#define XR_LOAD_OUT(p, i) as_float((uint)(p)[i] << 16)
+#define XR_LOADV_OUT(W, p) XR_CAT(as_float, W)(XR_CAT(convert_uint, W)(XR_CAT(vload, W)(0, (p))) << 16)
+#define XR_STOREV(W, v, p) XR_CAT(vstore, W)(XR_CAT(convert_ushort, W)(XR_CAT(as_uint, W)(v) >> 16), 0, (p))
+#else
+#define XR_LOAD_OUT(p, i) ((p)[i])
+#define XR_LOADV_OUT(W, p) XR_CAT(vload, W)(0, (p))
+#define XR_STOREV(W, v, p) XR_CAT(vstore, W)((v), 0, (p))
+#endif
+
 // ---- loads of XR_PACK_W elements ("units") -------------------------------------------------
 
 #if XR_PACK_W > 1
-typedef XR_CAT(XR_IN_T, XR_PACK_W) unit_t;
 typedef XR_CAT(XR_ACC_T, XR_PACK_W) unit_acc_t;
 XR_DEFINE_OP(unit_op, unit_acc_t, XR_PACK_W)
-#define XR_UNIT(x) XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_PACK_W))(x)
 // The lanes of a unit accumulator combined in order.
 inline acc_t unit_total(unit_acc_t v) {
   acc_t lanes[XR_PACK_W];
@@ -88,14 +110,30 @@ inline acc_t unit_total(unit_acc_t v) {
   for (uint j = 1; j < XR_PACK_W; ++j) a = xr_op(a, lanes[j]);
   return a;
 }
-#define XR_UNIT_STORE(v, dst) XR_CAT(vstore, XR_PACK_W)((v), 0, (dst))
+#define XR_UNIT_STORE(v, dst) XR_STOREV(XR_PACK_W, (v), (dst))
 #else
-typedef in_t unit_t;
 typedef acc_t unit_acc_t;
 #define unit_op xr_op
-#define XR_UNIT(x) ((acc_t)(x))
 inline acc_t unit_total(acc_t v) { return v; }
-#define XR_UNIT_STORE(v, dst) (*(dst) = (v))
+#define XR_UNIT_STORE(v, dst) XR_STORE((v), (dst), 0)
+#endif
+#if XR_IN_HALF
+// f16 and bf16: a unit is loaded as its bits (ushort, or a vector of them: one load of up to 16
+// bytes), then widened in registers by XR_LOAD or XR_LOADV.
+#if XR_PACK_W > 1
+typedef XR_CAT(ushort, XR_PACK_W) unit_t;
+inline unit_acc_t unit_value(unit_t bits) { return XR_LOADV(XR_PACK_W, (const __private in_t*)&bits, 0); }
+#else
+typedef ushort unit_t;
+inline acc_t unit_value(unit_t bits) { return XR_LOAD((const __private in_t*)&bits, 0); }
+#endif
+#define XR_UNIT(x) unit_value(x)
+#elif XR_PACK_W > 1
+typedef XR_CAT(XR_IN_T, XR_PACK_W) unit_t;
+#define XR_UNIT(x) XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_PACK_W))(x)
+#else
+typedef in_t unit_t;
+#define XR_UNIT(x) ((acc_t)(x))
 #endif
 #define XR_UNIT_IDENTITY ((unit_acc_t)(XR_IDENTITY))
 
@@ -185,7 +223,7 @@ inline seg_item item_at(ulong k, ulong total, ulong n, __global const long* offs
 __kernel void xr_seg_team(__global const in_t* in, ulong offset, ulong n, __global const long* offsets,
                           __global const ulong* items, ulong segments, ulong count, ulong length, ulong stride,
                           ulong parts, uint team_arg, uint4 bin_team, uint4 bin_first, ulong4 bin_items,
-                          __global acc_t* out, __global acc_t* partials, __local acc_t* scratch) {
+                          __global out_t* out, __global out_t* partials, __local acc_t* scratch) {
   in += offset;
   __global const unit_t* units = (__global const unit_t*)in;
   const uint L = (uint)get_local_size(0);
@@ -273,8 +311,8 @@ __kernel void xr_seg_team(__global const in_t* in, ulong offset, ulong n, __glob
 #pragma unroll
       for (uint i = 0; i < XR_SEGS; ++i) {
         if (!it[i].valid) continue;
-        if (it[i].dest == 0) partials[it[i].slot] = v[i];
-        else out[it[i].seg] = (it[i].dest == 1 && it[i].b == it[i].e) ? XR_EMPTY_ACC : v[i];
+        if (it[i].dest == 0) XR_STORE(v[i], partials, it[i].slot);
+        else XR_STORE((it[i].dest == 1 && it[i].b == it[i].e) ? XR_EMPTY_ACC : v[i], out, it[i].seg);
       }
     }
   }
@@ -361,7 +399,7 @@ __kernel void xr_seg_plan(__global const long* offsets, ulong n, ulong count, lo
 // band writes the values; several write partials[band * cols + c], which a second launch reduces
 // as a matrix of `bands` rows.
 __kernel void xr_seg_columns(__global const in_t* in, ulong offset, ulong rows, ulong cols, ulong stride, uint W,
-                             ulong band_rows, ulong bands, __global acc_t* out, __global acc_t* partials,
+                             ulong band_rows, ulong bands, __global out_t* out, __global out_t* partials,
                              __local unit_acc_t* scratch) {
   in += offset;
   const uint L = (uint)get_local_size(0);
@@ -395,7 +433,7 @@ __kernel void xr_seg_columns(__global const in_t* in, ulong offset, ulong rows, 
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lane == 0 && c < units) {
-      __global acc_t* dst = bands == 1 ? out : partials + band * cols;
+      __global out_t* dst = bands == 1 ? out : partials + band * cols;
       XR_UNIT_STORE(scratch[w], dst + c * XR_PACK_W);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -406,8 +444,7 @@ __kernel void xr_seg_columns(__global const in_t* in, ulong offset, ulong rows, 
 
 typedef XR_CAT(XR_ACC_T, XR_RUN_W) run_acc_t;
 XR_DEFINE_OP(run_op, run_acc_t, XR_RUN_W)
-#define XR_RUN(x) XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_RUN_W))(x)
-#define XR_RUN_LOAD(p) XR_RUN(XR_CAT(vload, XR_RUN_W)(0, (p)))
+#define XR_RUN_LOAD(p) XR_LOADV(XR_RUN_W, (p), 0)
 
 // The lanes of a vector accumulator combined pairwise, halves first: log2 XR_RUN_W dependent
 // steps where one lane after another took XR_RUN_W, for every segment.
@@ -459,7 +496,7 @@ inline acc_t run_range(__global const in_t* in, ulong b, ulong e) {
   if (e - b < XR_RUN_W) {
     if (e >= XR_RUN_W && e > b) return run_total(run_last(in, b, e));
     acc_t acc = XR_IDENTITY;
-    for (ulong i = b; i < e; ++i) acc = xr_op(acc, (acc_t)in[i]);
+    for (ulong i = b; i < e; ++i) acc = xr_op(acc, XR_LOAD(in, i));
     return acc;
   }
   run_acc_t a[XR_RUN_ACCS];
@@ -486,7 +523,6 @@ inline acc_t run_range(__global const in_t* in, ulong b, ulong e) {
 typedef XR_CAT(XR_ACC_T, 16) acc16_t;
 typedef XR_CAT(XR_ACC_T, 8) acc8_t;
 XR_DEFINE_OP(op8, acc8_t, 8)
-#define XR_ACC16(x) XR_CAT(convert_, XR_CAT(XR_ACC_T, 16))(x)
 #endif
 
 // The first segment whose start is at or after element x (count when none).
@@ -519,7 +555,7 @@ inline void segment_bounds(ulong s, __global const long* offsets, ulong n, ulong
 // is reduced by the work-items it reaches, each into carry[w] (carry_seg[w] its segment), and
 // xr_seg_serial_fixup adds those to the segment's value in order.
 __kernel void xr_seg_serial(__global const in_t* in, ulong offset, ulong n, __global const long* offsets, ulong count,
-                            ulong length, ulong stride, ulong block, __global acc_t* out, __global acc_t* carry,
+                            ulong length, ulong stride, ulong block, __global out_t* out, __global out_t* carry,
                             __global ulong* carry_seg) {
   in += offset;
   const ulong w = get_global_id(0), items = get_global_size(0);
@@ -533,7 +569,7 @@ __kernel void xr_seg_serial(__global const in_t* in, ulong offset, ulong n, __gl
     ulong b, e;
     segment_bounds(s0 - 1, offsets, n, length, stride, &b, &e);
     if (e > lo) {
-      carry[w] = run_range(in, lo, min(e, hi));
+      XR_STORE(run_range(in, lo, min(e, hi)), carry, w);
       carry_seg[w] = s0 - 1;
     }
   }
@@ -542,34 +578,34 @@ __kernel void xr_seg_serial(__global const in_t* in, ulong offset, ulong n, __gl
   for (; s + 16 <= s1; s += 16) {
     acc16_t v[XR_ROW_LEN];
 #pragma unroll
-    for (uint j = 0; j < XR_ROW_LEN; ++j) v[j] = XR_ACC16(vload16(0, in + s * XR_ROW_LEN + 16 * j));
+    for (uint j = 0; j < XR_ROW_LEN; ++j) v[j] = XR_LOADV(16, in, s * XR_ROW_LEN + 16 * j);
 #pragma unroll
     for (uint m = XR_ROW_LEN; m > 1; m /= 2) {
 #pragma unroll
       for (uint j = 0; j < m / 2; ++j)
         v[j] = (acc16_t)(op8(v[2 * j].even, v[2 * j].odd), op8(v[2 * j + 1].even, v[2 * j + 1].odd));
     }
-    vstore16(v[0], 0, out + s);
+    XR_STOREV(16, v[0], out + s);
   }
 #endif
   for (; s < s1; ++s) {
     ulong b, e;
     segment_bounds(s, offsets, n, length, stride, &b, &e);
-    out[s] = b == e ? XR_EMPTY_ACC : run_range(in, b, min(e, hi));
+    XR_STORE(b == e ? XR_EMPTY_ACC : run_range(in, b, min(e, hi)), out, s);
   }
 }
 
 // Adds the carries to the segments they continue: the first work-item of a run of carries of
 // segment s adds them all, in order, to out[s].
-__kernel void xr_seg_serial_fixup(__global const acc_t* carry, __global const ulong* carry_seg, ulong items,
-                                  __global acc_t* out) {
+__kernel void xr_seg_serial_fixup(__global const out_t* carry, __global const ulong* carry_seg, ulong items,
+                                  __global out_t* out) {
   const ulong w = get_global_id(0);
   if (w >= items) return;
   const ulong s = carry_seg[w];
   if (s == XR_NONE || (w > 0 && carry_seg[w - 1] == s)) return;
-  acc_t v = out[s];
-  for (ulong k = w; k < items && carry_seg[k] == s; ++k) v = xr_op(v, carry[k]);
-  out[s] = v;
+  acc_t v = XR_LOAD_OUT(out, s);
+  for (ulong k = w; k < items && carry_seg[k] == s; ++k) v = xr_op(v, XR_LOAD_OUT(carry, k));
+  XR_STORE(v, out, s);
 }
 
 // xr_seg_columns_serial: work-item (band, block) reduces rows [band * band_rows, ...) of columns
@@ -579,14 +615,14 @@ __kernel void xr_seg_serial_fixup(__global const acc_t* carry, __global const ul
 // rows of XR_NARROW columns, a divisor of XR_RUN_W): the band is one contiguous run whose vector
 // lanes each keep one column (lane j: column j % XR_NARROW).
 __kernel void xr_seg_columns_serial(__global const in_t* in, ulong offset, ulong rows, ulong cols, ulong stride,
-                                    ulong band_rows, ulong bands, ulong block_cols, __global acc_t* out,
-                                    __global acc_t* partials) {
+                                    ulong band_rows, ulong bands, ulong block_cols, __global out_t* out,
+                                    __global out_t* partials) {
   in += offset;
   const ulong blocks = (cols + block_cols - 1) / block_cols;
   for (ulong id = get_global_id(0); id < blocks * bands; id += get_global_size(0)) {
     const ulong band = id / blocks, block = id % blocks;
     const ulong r0 = band * band_rows, r1 = min(rows, r0 + band_rows);
-    __global acc_t* dst = bands == 1 ? out : partials + band * cols;
+    __global out_t* dst = bands == 1 ? out : partials + band * cols;
 #if XR_NARROW
     run_acc_t a[XR_RUN_ACCS];
 #pragma unroll
@@ -607,39 +643,39 @@ __kernel void xr_seg_columns_serial(__global const in_t* in, ulong offset, ulong
     for (uint c = 0; c < XR_NARROW; ++c) col[c] = lanes[c];
 #pragma unroll
     for (uint j = XR_NARROW; j < XR_RUN_W; ++j) col[j % XR_NARROW] = xr_op(col[j % XR_NARROW], lanes[j]);
-    for (; i < e; ++i) col[i % XR_NARROW] = xr_op(col[i % XR_NARROW], (acc_t)in[i]);
+    for (; i < e; ++i) col[i % XR_NARROW] = xr_op(col[i % XR_NARROW], XR_LOAD(in, i));
 #pragma unroll
-    for (uint c = 0; c < XR_NARROW; ++c) dst[c] = col[c];
+    for (uint c = 0; c < XR_NARROW; ++c) XR_STORE(col[c], dst, c);
 #else
     const ulong c0 = block * block_cols, c1 = min(cols, c0 + block_cols);
     __global const in_t* row = in + r0 * stride;
     ulong c = c0;
     for (; c + XR_RUN_W <= c1; c += XR_RUN_W)
-      XR_CAT(vstore, XR_RUN_W)(run_op((run_acc_t)(XR_IDENTITY), XR_RUN_LOAD(row + c)), 0, dst + c);
-    for (; c < c1; ++c) dst[c] = xr_op(XR_IDENTITY, (acc_t)row[c]);
+      XR_STOREV(XR_RUN_W, run_op((run_acc_t)(XR_IDENTITY), XR_RUN_LOAD(row + c)), dst + c);
+    for (; c < c1; ++c) XR_STORE(xr_op(XR_IDENTITY, XR_LOAD(row, c)), dst, c);
     // XR_COLUMN_ROWS rows per pass over the values: one load and store of them per that many rows.
     ulong r = r0 + 1;
     for (; r + XR_COLUMN_ROWS <= r1; r += XR_COLUMN_ROWS) {
       row = in + r * stride;
       for (c = c0; c + XR_RUN_W <= c1; c += XR_RUN_W) {
-        run_acc_t v = XR_CAT(vload, XR_RUN_W)(0, dst + c);
+        run_acc_t v = XR_LOADV_OUT(XR_RUN_W, dst + c);
 #pragma unroll
         for (uint k = 0; k < XR_COLUMN_ROWS; ++k) v = run_op(v, XR_RUN_LOAD(row + k * stride + c));
-        XR_CAT(vstore, XR_RUN_W)(v, 0, dst + c);
+        XR_STOREV(XR_RUN_W, v, dst + c);
       }
       for (; c < c1; ++c) {
-        acc_t v = dst[c];
+        acc_t v = XR_LOAD_OUT(dst, c);
 #pragma unroll
-        for (uint k = 0; k < XR_COLUMN_ROWS; ++k) v = xr_op(v, (acc_t)row[k * stride + c]);
-        dst[c] = v;
+        for (uint k = 0; k < XR_COLUMN_ROWS; ++k) v = xr_op(v, XR_LOAD(row, k * stride + c));
+        XR_STORE(v, dst, c);
       }
     }
     for (; r < r1; ++r) {
       row = in + r * stride;
       c = c0;
       for (; c + XR_RUN_W <= c1; c += XR_RUN_W)
-        XR_CAT(vstore, XR_RUN_W)(run_op(XR_CAT(vload, XR_RUN_W)(0, dst + c), XR_RUN_LOAD(row + c)), 0, dst + c);
-      for (; c < c1; ++c) dst[c] = xr_op(dst[c], (acc_t)row[c]);
+        XR_STOREV(XR_RUN_W, run_op(XR_LOADV_OUT(XR_RUN_W, dst + c), XR_RUN_LOAD(row + c)), dst + c);
+      for (; c < c1; ++c) XR_STORE(xr_op(XR_LOAD_OUT(dst, c), XR_LOAD(row, c)), dst, c);
     }
 #endif
   }
@@ -654,8 +690,9 @@ __kernel void xr_seg_columns_serial(__global const in_t* in, ulong offset, ulong
 // ExactSum limbs of a window (f32: 10 limbs from limb 28; f64: all 68), each term split into
 // 32-bit digits added without carries (a piece has at most 2^16 terms, so no limb leaves 64
 // bits), then the flags. Inputs are read as their bits, so the f64 piece needs 64-bit integers
-// only. An f32 window lives in registers (each digit goes to the limb whose index matches, by
-// selects); the 68 f64 limbs in private memory.
+// only; f16 and bf16 terms are widened to f32 (exactly) and added as those, in the f32 window. An
+// f32 window lives in registers (each digit goes to the limb whose index matches, by selects);
+// the 68 f64 limbs in private memory.
 #define XR_FLAG_NAN 1u
 #define XR_FLAG_POS_INF 2u
 #define XR_FLAG_NEG_INF 4u
@@ -669,8 +706,15 @@ typedef uint bits_t;
 #define XR_WORDS 68
 typedef ulong bits_t;
 #endif
+#if XR_IN_HALF
+typedef in_t term_t;
+#define XR_TERM_BITS(i) as_uint(XR_LOAD(in, i))
+#else
+typedef bits_t term_t;
+#define XR_TERM_BITS(i) in[i]
+#endif
 
-__kernel void xr_seg_exact(__global const bits_t* in, ulong offset, __global const long* pieces, ulong base,
+__kernel void xr_seg_exact(__global const term_t* in, ulong offset, __global const long* pieces, ulong base,
                            ulong count, __global long* words) {
   in += offset;
   pieces += 3 * base;
@@ -681,7 +725,7 @@ __kernel void xr_seg_exact(__global const bits_t* in, ulong offset, __global con
     for (int i = 0; i < XR_WORDS; ++i) w[i] = 0;
     uint flags = terms > 0 ? XR_FLAG_ANY : 0u;
     for (long k = 0; k < terms; ++k) {
-      const bits_t bits = in[first + k * step];
+      const bits_t bits = XR_TERM_BITS(first + k * step);
 #if !XR_FP64
       const int negative = (int)(bits >> 31);
       const uint ex = (bits >> 23) & 0xffu, fraction = bits & 0x7fffffu;

@@ -1,6 +1,7 @@
 // Segmented reductions (xreduce/segments.hpp): one value per segment of the input, a segment being
 // a row of a 2-D array or a CSR run cut by offsets. Device code only; backends/cuda/src/segments_*.cu
-// launch it. Every kernel combines with core's OpFn in the accumulator type, writes empty_value
+// launch it. Every kernel combines with core's OpFn in the accumulator type (f16 and bf16: f32
+// for sums and products, the input type, compared in f32, for min and max), writes empty_value
 // for a segment with no elements, and clamps offsets read from device memory to [0, n] (begin to
 // [0, n], end to [begin, n]), so that offsets which decrease or run past the input never make a
 // kernel read outside it.
@@ -23,6 +24,12 @@ struct Range {
 // start from -0 so that a sum of -0 terms stays -0, but the empty sum is +0).
 template <xr::Op O, class Acc> __device__ __forceinline__ Acc segment_value(Acc acc, u64 length) {
   return length ? acc : xr::empty_value<Acc>(O);
+}
+
+// One element through the read-only data cache (__ldg); f16 and bf16 as their 16 bits.
+template <class T> __device__ __forceinline__ T load_ro(const T* p) {
+  if constexpr (xr::is_half_v<T>) return T::from_bits(__ldg(reinterpret_cast<const unsigned short*>(p)));
+  else return __ldg(p);
 }
 
 // Rows: segment s is [s * stride, s * stride + length).
@@ -71,7 +78,7 @@ template <class In> struct SegmentSplit {
     edges = static_cast<unsigned>(r.end - r.begin - s.nvec * Pack<In>::size);
   }
   __device__ __forceinline__ u64 length() const { return edges + packs * Pack<In>::size; }
-  __device__ __forceinline__ In edge(unsigned j) const { return __ldg(base + (j < head ? j : j + packs * Pack<In>::size)); }
+  __device__ __forceinline__ In edge(unsigned j) const { return load_ro(base + (j < head ? j : j + packs * Pack<In>::size)); }
   __device__ __forceinline__ const Pack<In>* pack(u64 j) const {
     return reinterpret_cast<const Pack<In>*>(base + head) + j;
   }

@@ -9,14 +9,14 @@
 
 #include "common.cuh"
 #include "grid.cuh"  // Pack, load_pack
-#include "segments.cuh"  // segment_value
+#include "segments.cuh"  // segment_value, load_ro
 
 namespace xr::kern::seg {
 
 // W consecutive elements: one 16-byte pack (W = 16 / sizeof(In), p aligned) or one element.
 template <class In, unsigned W> __device__ __forceinline__ void load_unit(const In* p, In (&v)[W]) {
   if constexpr (W == 1) {
-    v[0] = __ldg(p);
+    v[0] = load_ro(p);
   } else {
     static_assert(W == Pack<In>::size);
     const Pack<In> q = load_pack<Deal::BlockSegments>(reinterpret_cast<const Pack<In>*>(p));

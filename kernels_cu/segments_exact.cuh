@@ -1,6 +1,7 @@
-// Exact f32/f64 sums per segment go through pieces (core/src/segment_device.hpp): piece p is
+// Exact float sums per segment go through pieces (core/src/segment_device.hpp): piece p is
 // data[first + k * step] for k < count, and its state is the window of ExactSum limbs its type can
-// reach plus the flags, exactly as exact_piece_state adds it up on the host. Device code only;
+// reach plus the flags, exactly as exact_piece_state adds it up on the host. f16 and bf16 terms
+// are added as the f32 values they are exactly, in the f32 window. Device code only;
 // backends/cuda/src/segments_exact.cu launches it.
 //
 // One warp per piece: lanes take elements lane, lane + 32, ... and add each element's 32-bit
@@ -10,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "xreduce/half.hpp"
 
 namespace xr::kern::seg {
 
@@ -21,7 +24,8 @@ struct PieceRef {
 constexpr unsigned kExactPieceWarps = 4;  // warps per block of k_exact_pieces
 constexpr unsigned kFlagNaN = 1u, kFlagPosInf = 2u, kFlagNegInf = 4u, kFlagAny = 8u, kFlagNotNegZero = 16u;
 
-// The window of limbs a type reaches (exact_window_first, exact_window_limbs) and its bit layout.
+// The window of limbs a type reaches (exact_window_first, exact_window_limbs) and its bit layout:
+// of f32 and f64, the types terms are added in.
 template <class T> struct PieceTraits;
 template <> struct PieceTraits<float> {
   using Bits = unsigned;
@@ -38,9 +42,10 @@ template <class T>
 __global__ void __launch_bounds__(32 * kExactPieceWarps)
     k_exact_pieces(const T* __restrict__ data, const PieceRef* __restrict__ pieces, unsigned long long count,
                    long long* __restrict__ words) {
-  using Tr = PieceTraits<T>;
+  using W = xr::compute_t<T>;  // the type a term is added as: T, or f32 for f16 and bf16
+  using Tr = PieceTraits<W>;
   using Bits = typename Tr::Bits;
-  constexpr int kBits = 8 * sizeof(T);
+  constexpr int kBits = 8 * sizeof(W);
   constexpr int kWords = Tr::limbs + 1;
   __shared__ unsigned long long limb[kExactPieceWarps][Tr::limbs];
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
@@ -52,7 +57,7 @@ __global__ void __launch_bounds__(32 * kExactPieceWarps)
   const PieceRef piece = pieces[p];
   unsigned flags = 0;
   for (long long k = lane; k < piece.count; k += 32) {
-    const T x = data[piece.first + k * piece.step];
+    const W x = static_cast<W>(data[piece.first + k * piece.step]);
     Bits bits;
     __builtin_memcpy(&bits, &x, sizeof bits);
     const bool negative = bits >> (kBits - 1);
@@ -69,7 +74,7 @@ __global__ void __launch_bounds__(32 * kExactPieceWarps)
     const unsigned long long lo = m << shift, hi = shift ? m >> (64 - shift) : 0ull;
     const unsigned long long digit[3] = {lo & 0xffffffffull, lo >> 32, hi};
 #pragma unroll
-    for (int d = 0; d < (sizeof(T) == 4 ? 2 : 3); ++d)
+    for (int d = 0; d < (sizeof(W) == 4 ? 2 : 3); ++d)
       if (digit[d]) atomicAdd(L + at + d, negative ? 0ull - digit[d] : digit[d]);
   }
 #if __CUDA_ARCH__ >= 800

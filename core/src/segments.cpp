@@ -27,12 +27,7 @@ std::string_view to_string(SegmentKind kind) {
   return "offsets";
 }
 
-std::vector<DType> segment_dtypes() {
-  std::vector<DType> types;
-  for (DType t : all_dtypes)
-    if (!is_half(t)) types.push_back(t);
-  return types;
-}
+std::vector<DType> segment_dtypes() { return {all_dtypes.begin(), all_dtypes.end()}; }
 
 bool KernelInfo::reduces(SegmentKind kind) const {
   return std::find(layouts.begin(), layouts.end(), kind) != layouts.end();
@@ -294,14 +289,16 @@ void run_columns(Call& c) {
 }
 
 // Exact sums: each segment in pieces of at most kExactPieceElements, the pieces' states merged
-// per segment in order and rounded once. Pieces go to the device in batches whose data fit the
-// budget; a segment's state stays open until its last piece is in.
+// per segment in order and rounded once to the result type (f32 for f16 and bf16). Pieces go to
+// the device in batches whose data fit the budget; a segment's state stays open until its last
+// piece is in. A piece of f16 or bf16 has the state of its values widened to f32 (each exactly):
+// the window of compute_dtype(type).
 class ExactSink {
  public:
   ExactSink(Call& c) : c_(c) {}
   void add(std::uint64_t segment, const std::int64_t* words) {
     advance(segment);
-    merge_piece(sums_[segment - base_], words, c_.type);
+    merge_piece(sums_[segment - base_], words, compute_dtype(c_.type));
   }
   // Every segment below `segment` (outside the open window) is complete.
   void advance(std::uint64_t segment) {
@@ -314,7 +311,7 @@ class ExactSink {
   void close_window() {
     for (std::size_t k = 0; k < sums_.size() && base_ + k < c_.layout.count; ++k) {
       unsigned char* dst = c_.value_at(base_ + k);
-      if (c_.type == DType::F32) {
+      if (c_.result_type == DType::F32) {
         const float v = sums_[k].to_float();
         std::memcpy(dst, &v, sizeof v);
       } else {
@@ -332,7 +329,7 @@ class ExactSink {
 
 void run_exact(Call& c) {
   const SegmentLayout& l = c.layout;
-  const int words = exact_piece_words(c.type);
+  const int words = exact_piece_words(compute_dtype(c.type));
   // Batches of at most 2^18 pieces (46 MiB of f32 states, 145 MiB of f64 states).
   constexpr std::size_t kBatch = std::size_t{1} << 18;
   Window window(c.source, c.type);
@@ -529,21 +526,25 @@ SegmentReference reference_segments(HostArray data, const SegmentLayout& layout,
       }
       ref.length[i] = len;
       Scalar v = empty_segment_value(op, data.type, acc);
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (is_float_v<T>) {
+        using C = compute_t<T>;  // f16 and bf16: f32, which holds each exactly and is their sum's type
         if (len && len <= 2 && float_sum) {  // one rounding of one addition is the exact sum rounded once
-          v = Scalar::of<T>(len == 1 ? seg[0] : seg[0] + seg[1]);
+          v = Scalar::of<C>(len == 1 ? static_cast<C>(seg[0]) : static_cast<C>(seg[0]) + static_cast<C>(seg[1]));
           ref.magnitude[i] = std::fabs(static_cast<double>(seg[0])) + (len == 2 ? std::fabs(static_cast<double>(seg[1])) : 0);
         } else if (len && float_sum) {
           ExactSum sum;
           double magnitude = 0;
           for (std::uint64_t k = 0; k < len; ++k) magnitude += std::fabs(static_cast<double>(seg[k]));
-          sum.add(seg, len);
+          if constexpr (is_half_v<T>)
+            for (std::uint64_t k = 0; k < len; ++k) sum.add(static_cast<float>(seg[k]));
+          else
+            sum.add(seg, len);
           v = detail::round_exact(sum.raw(), data.type);
           ref.magnitude[i] = magnitude;
-        } else if (len && op == Op::Prod && is_float(data.type)) {
+        } else if (len && op == Op::Prod) {
           long double product = 1;
-          for (std::uint64_t k = 0; k < len; ++k) product *= seg[k];
-          v = Scalar::of<T>(static_cast<T>(product));
+          for (std::uint64_t k = 0; k < len; ++k) product *= static_cast<C>(seg[k]);
+          v = Scalar::of<C>(static_cast<C>(product));
           ref.magnitude[i] = std::fabs(static_cast<double>(product));
         }
       }

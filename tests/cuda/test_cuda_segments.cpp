@@ -320,7 +320,7 @@ TEST_CASE("offsets: auto takes the one strategy that suits every segment, and ea
 
 TEST_CASE("empty segments: +0 sums, 1 products, the identity for min and max; sums of -0 stay -0") {
   const std::vector<i64> offsets = {0, 0, 3, 3, 5, 5, 5, 100000, 100000};
-  for (const DType t : {DType::F32, DType::F64}) {
+  for (const DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
     HostBuffer data = xr::generate(t, 100000, xr::Dist::Uniform, 15);
     xr::visit_dtype(t, [&](auto zero) {
       using T = decltype(zero);
@@ -343,7 +343,7 @@ TEST_CASE("empty segments: +0 sums, 1 products, the identity for min and max; su
 
 TEST_CASE("NaN in one segment makes its min and max NaN, and no other") {
   const std::vector<i64> offsets = offsets_of({5, 40, 700, 9000, 80000});
-  for (const DType t : {DType::F32, DType::F64}) {
+  for (const DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
     HostBuffer data = xr::generate(t, static_cast<u64>(offsets.back()), xr::Dist::Uniform, 16);
     xr::visit_dtype(t, [&](auto zero) {
       using T = decltype(zero);
@@ -396,19 +396,20 @@ TEST_CASE("every block size a strategy accepts; the ones it does not are rejecte
   CHECK_THROWS_AS(device_segments(data, offsets, Op::Sum, o), xr::InvalidArgument);
 }
 
-// The exact sum of each segment on the host, rounded once.
-template <class T> std::vector<T> host_exact(const T* x, const SegmentLayout& l) {
-  std::vector<T> out(l.count);
+// The exact sum of each segment on the host, rounded once to the sum's type R (the input type;
+// f32 for f16 and bf16, whose every value f32 holds exactly).
+template <class T, class R = xr::compute_t<T>> std::vector<R> host_exact(const T* x, const SegmentLayout& l) {
+  std::vector<R> out(l.count);
   for (u64 i = 0; i < l.count; ++i) {
     xr::ExactSum s;
     if (l.kind == SegmentKind::Columns) {
-      for (u64 r = 0; r < l.length; ++r) s.add(x[i + r * l.stride]);
+      for (u64 r = 0; r < l.length; ++r) s.add(static_cast<R>(x[i + r * l.stride]));
     } else {
       const u64 b = l.kind == SegmentKind::Rows ? i * l.stride : static_cast<u64>(l.offsets[i]);
       const u64 e = l.kind == SegmentKind::Rows ? b + l.length : static_cast<u64>(l.offsets[i + 1]);
-      s.add(x + b, e - b);
+      for (u64 k = b; k < e; ++k) s.add(static_cast<R>(x[k]));
     }
-    if constexpr (sizeof(T) == 4) out[i] = s.to_float();
+    if constexpr (sizeof(R) == 4) out[i] = s.to_float();
     else out[i] = s.to_double();
   }
   return out;
@@ -416,11 +417,12 @@ template <class T> std::vector<T> host_exact(const T* x, const SegmentLayout& l)
 
 template <class T> void expect_exact(const SegmentedResult& got, const HostBuffer& data, const SegmentLayout& l,
                                      const std::string& what) {
-  const std::vector<T> want = host_exact(data.as<T>(), l);
+  using R = xr::compute_t<T>;
+  const std::vector<R> want = host_exact(data.as<T>(), l);
   REQUIRE(got.values.size() == want.size());
   u64 bad = 0;
   for (u64 i = 0; i < want.size(); ++i) {
-    const T v = got.values.as<T>()[i];
+    const R v = got.values.as<R>()[i];
     const bool same = (std::isnan(v) && std::isnan(want[i])) || std::memcmp(&v, &want[i], sizeof v) == 0;
     if (!same && bad++ == 0) FAIL_CHECK(what, ": value ", i, " is ", v, ", the exact sum ", want[i]);
   }
@@ -434,7 +436,7 @@ TEST_CASE("exact sums per segment: bit for bit the host ExactSum, rows, columns 
   const std::vector<i64> offsets = offsets_of({0, 1, 2, 31, 500, 70000, 0, 140001, 3});
   const MatrixShape matrix{300, 70};
   const MatrixShape tall{70000, 3};
-  for (const DType t : {DType::F32, DType::F64}) {
+  for (const DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
     for (const xr::Dist dist : {xr::Dist::Cancel, xr::Dist::Wide, xr::Dist::Special}) {
       RunOptions o;
       o.exact = true;
@@ -447,7 +449,7 @@ TEST_CASE("exact sums per segment: bit for bit the host ExactSum, rows, columns 
         const SegmentedResult rows = device_axis(m, matrix, 1, Op::Sum, o);
         xr::visit_dtype(t, [&](auto zero) {
           using T = decltype(zero);
-          if constexpr (std::is_floating_point_v<T>) {
+          if constexpr (xr::is_float_v<T>) {
             expect_exact<T>(got, data, offsets_layout(offsets), what + " offsets");
             expect_exact<T>(rows, m, xr::axis_layout(matrix, 1), what + " rows");
           }
@@ -459,7 +461,7 @@ TEST_CASE("exact sums per segment: bit for bit the host ExactSum, rows, columns 
       const SegmentedResult cols = device_axis(m, tall, 0, Op::Sum, o);
       xr::visit_dtype(t, [&](auto zero) {
         using T = decltype(zero);
-        if constexpr (std::is_floating_point_v<T>) expect_exact<T>(cols, m, xr::axis_layout(tall, 0), "exact columns");
+        if constexpr (xr::is_float_v<T>) expect_exact<T>(cols, m, xr::axis_layout(tall, 0), "exact columns");
       });
     }
   }

@@ -45,10 +45,13 @@ struct DeviceBuffer {
   ~DeviceBuffer() { clReleaseMemObject(mem); }
 };
 
+// The device's types for the loops that turn through types: every one but f16 and bf16, which
+// test_segments.cpp's case for them and the cases here that name them cover with fewer kernel
+// builds (PoCL compiles each at run time, about 0.5 s).
 std::vector<DType> types_of(const Target& t) {
   std::vector<DType> out;
   for (DType d : segment_dtypes())
-    if (t.caps.fp64 || d != DType::F64) out.push_back(d);
+    if ((t.caps.fp64 || d != DType::F64) && !is_half(d)) out.push_back(d);
   return out;
 }
 
@@ -65,6 +68,11 @@ Dist dist_for(Op op) { return op == Op::Prod ? Dist::ExactProduct : Dist::Unifor
 // The device's types, each with one op turning with `turn` (turning_ops.hpp).
 std::vector<std::pair<DType, Op>> turning_ops(const Target& t, std::size_t turn) {
   return xr_test::turning_ops(types_of(t), turn);
+}
+
+// Element i of a buffer.
+Scalar element(const HostBuffer& b, u64 i) {
+  return visit_dtype(b.type(), [&](auto zero) { return Scalar::of(b.as<decltype(zero)>()[i]); });
 }
 
 HostBuffer read_back(const Target& t, cl_mem mem, DType type, u64 count) {
@@ -334,7 +342,7 @@ TEST_CASE("special values: NaN, infinities, -0 and empty segments per strategy")
 TEST_CASE("exact sums through cl_mem: every value the host ExactSum of its segment, rounded once") {
   for (auto& t : targets()) {
     CAPTURE(t.label());
-    for (DType type : {DType::F32, DType::F64}) {
+    for (DType type : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
       if (type == DType::F64 && !t.caps.fp64) continue;
       CAPTURE(to_string(type));
       RunOptions o;
@@ -358,24 +366,23 @@ TEST_CASE("exact sums through cl_mem: every value the host ExactSum of its segme
                              std::to_string(shape.rows) + "x" + std::to_string(shape.cols) + " axis " +
                                  std::to_string(axis) + ", exact"));
         }
-      // Independently of the reference: each value is ExactSum over its segment, bit for bit.
+      // Independently of the reference: each value is ExactSum over its segment (f16 and bf16
+      // through f32, which holds each exactly), rounded once to the result type, bit for bit.
       const HostBuffer special = generate(type, static_cast<u64>(offsets.back()), Dist::Special, 0);
+      const DType result = result_dtype(Op::Sum, type);
       DeviceBuffer in(t, special.bytes(), special.data());
       DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
-      DeviceBuffer out(t, (offsets.size() - 1) * size_of(type));
+      DeviceBuffer out(t, (offsets.size() - 1) * size_of(result));
       const Result r = ocl::reduce_segments(t.queue, in.mem, 0, special.size(), type, offs.mem, offsets.size() - 1,
                                             out.mem, Op::Sum, o);
       CHECK(r.rounding_depth == 1);
-      const HostBuffer got = read_back(t, out.mem, type, offsets.size() - 1);
+      const HostBuffer got = read_back(t, out.mem, result, offsets.size() - 1);
       for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
         ExactSum sum;
-        const auto b = static_cast<std::size_t>(offsets[i]), e = static_cast<std::size_t>(offsets[i + 1]);
-        if (type == DType::F32)
-          sum.add(special.as<float>() + b, e - b);
-        else
-          sum.add(special.as<double>() + b, e - b);
-        const Scalar want = type == DType::F32 ? Scalar::of(sum.to_float()) : Scalar::of(sum.to_double());
-        const Scalar have = type == DType::F32 ? Scalar::of(got.as<float>()[i]) : Scalar::of(got.as<double>()[i]);
+        for (auto k = static_cast<std::size_t>(offsets[i]); k < static_cast<std::size_t>(offsets[i + 1]); ++k)
+          sum.add(element(special, k).to_double());
+        const Scalar want = result == DType::F32 ? Scalar::of(sum.to_float()) : Scalar::of(sum.to_double());
+        const Scalar have = element(got, i);
         CHECK_MESSAGE(have.same_bits(want), "segment ", i, ": ", have.to_string(), " vs ", want.to_string());
       }
     }
@@ -386,7 +393,7 @@ TEST_CASE("exact piece states: word for word exact_piece_state, any step, empty 
   for (auto& t : targets()) {
     CAPTURE(t.label());
     od::SegmentQueueDevice device(t.caps, t.context, t.queue);
-    for (DType type : {DType::F32, DType::F64}) {
+    for (DType type : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
       if (type == DType::F64 && !t.caps.fp64) continue;
       for (Dist dist : {Dist::Wide, Dist::Special, Dist::Cancel}) {
         const u64 n = 200000;
@@ -394,16 +401,20 @@ TEST_CASE("exact piece states: word for word exact_piece_state, any step, empty 
         std::vector<xr::detail::ExactPiece> pieces = {{0, 0, 1},      {0, 1, 1},       {5, 65536, 1}, {7, 1000, 3},
                                                       {199999, 1, 1}, {100, 65536, 2}, {3, 17, 11001}};
         for (u64 k = 0; k < 300; ++k) pieces.push_back({static_cast<std::int64_t>(k * 613), 37, 1});
-        const int words = xr::detail::exact_piece_words(type);
+        // f16 and bf16 pieces have the states of their values widened to f32 (the f32 window).
+        const int words = xr::detail::exact_piece_words(compute_dtype(type));
         std::vector<std::int64_t> got(pieces.size() * words), want(pieces.size() * words);
         RunOptions o;
         o.repeat = 2;
         device.exact_pieces(data.data(), n, type, pieces, got.data(), o);
+        std::vector<float> wide;
+        if (is_half(type))
+          for (u64 i = 0; i < n; ++i) wide.push_back(static_cast<float>(element(data, i).to_double()));
         for (std::size_t p = 0; p < pieces.size(); ++p) {
-          if (type == DType::F32)
-            xr::detail::exact_piece_state(data.as<float>(), pieces[p], want.data() + p * words);
-          else
+          if (type == DType::F64)
             xr::detail::exact_piece_state(data.as<double>(), pieces[p], want.data() + p * words);
+          else
+            xr::detail::exact_piece_state(is_half(type) ? wide.data() : data.as<float>(), pieces[p], want.data() + p * words);
         }
         for (std::size_t p = 0; p < pieces.size(); ++p)
           CHECK_MESSAGE(std::equal(got.begin() + p * words, got.begin() + (p + 1) * words, want.begin() + p * words),
@@ -412,7 +423,7 @@ TEST_CASE("exact piece states: word for word exact_piece_state, any step, empty 
       // A piece outside the input is refused.
       const HostBuffer data = generate(type, 100, Dist::Uniform, 1);
       std::vector<xr::detail::ExactPiece> bad = {{90, 11, 1}};
-      std::vector<std::int64_t> w(xr::detail::exact_piece_words(type));
+      std::vector<std::int64_t> w(xr::detail::exact_piece_words(compute_dtype(type)));
       CHECK_THROWS_AS(device.exact_pieces(data.data(), 100, type, bad, w.data(), {}), InvalidArgument);
     }
   }
@@ -578,6 +589,55 @@ TEST_CASE("auto as on a GPU: the strategy each shape gets, and its values, run o
       layout.count = offsets.size() - 1;
       layout.offsets = offsets.data();
       run(layout, offs.mem, want, std::string("offsets for ") + want);
+    }
+  }
+}
+
+TEST_CASE("f16 and bf16 in the plans of a GPU: their bits loaded 16 bytes at a time, values as f32 or the input type") {
+  // The plans auto makes for an H100, as above, for f16 maxima (values stored as f16) and bf16
+  // sums (f32 values): fitted rows of 32 in teams, columns 8 a load with a second kernel for the
+  // bands, and segments of mixed lengths in teams. Two (type, op) pairs keep the kernel builds few.
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    od::DeviceCaps gpu = t.caps;
+    gpu.type = CL_DEVICE_TYPE_GPU;
+    gpu.compute_units = 132;
+    od::SegmentQueue q = od::segment_queue(t.queue);
+    q.caps = &gpu;
+    const u64 n = u64{1} << 18;
+    const auto offsets = offsets_of(lognormal_lengths(3000, 3.66, 1.0, 23));
+    REQUIRE(static_cast<u64>(offsets.back()) <= n);
+    DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
+    SegmentLayout segments;
+    segments.kind = SegmentKind::Offsets;
+    segments.count = offsets.size() - 1;
+    segments.offsets = offsets.data();
+    for (const auto& [type, op] : {std::pair{DType::F16, Op::Max}, std::pair{DType::BF16, Op::Sum}}) {
+      const HostBuffer data = generate(type, n, Dist::Uniform, 24);
+      DeviceBuffer in(t, data.bytes(), data.data());
+      const DType result = result_dtype(op, type);
+      DeviceBuffer out(t, n * size_of(result));
+      od::SegmentBuffers buffers;
+      for (const auto& [layout, want] : {std::pair{axis_layout({n / 32, 32}, 1), "lanes"},
+                                         std::pair{axis_layout({n / 24, 24}, 0), "columns"}, std::pair{segments, "lanes"}}) {
+        const std::string what = name_of("auto", op, type, std::string(to_string(layout.kind)));
+        od::SegmentCall call;
+        call.data = in.mem;
+        call.n = n;
+        call.type = type;
+        call.op = op;
+        call.layout = layout;
+        call.offsets = layout.kind == SegmentKind::Offsets ? offs.mem : nullptr;
+        call.out = out.mem;
+        const od::SegmentRun r = od::run_segments(q, call, buffers);
+        CHECK_MESSAGE(r.kernel == std::string("auto:") + want, what, ": ", r.kernel);
+        SegmentedResult got;
+        got.kind = layout.kind;
+        got.values = read_back(t, out.mem, result, layout.count);
+        got.rounding_depth = r.depth;
+        const SegmentAgreement a = check_segments(got, reference_segments(data.view(), layout, op), false);
+        CHECK_MESSAGE(a.ok(), what, ": ", a.detail);
+      }
     }
   }
 }

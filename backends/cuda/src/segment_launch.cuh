@@ -20,20 +20,18 @@ template <class Launcher, class In, class Acc, Op O> SegmentEntry segment_entry(
 }
 
 // t[op][type][accumulator] = the entry for (T, accumulator_t<O, T, accumulator>, O) for every op
-// of core's table and every type of segment_dtypes() (Wide and Native differ only for sums of
-// integers narrower than 64 bits).
+// of core's table and every element type (Wide and Native differ only for sums of integers
+// narrower than 64 bits; f16 and bf16 sum and multiply in f32).
 template <class Launcher> void fill_segment_table(SegmentTable& t) {
   for_each_fold([&](auto op_fn) {
     constexpr Op O = decltype(op_fn)::op;
     for_each_dtype([&](auto x) {
       using T = decltype(x);
-      if constexpr (!is_half_v<T>) {
-        auto& slot = t[static_cast<std::size_t>(O)][static_cast<std::size_t>(dtype_of<T>)];
-        slot[static_cast<std::size_t>(Accumulator::Wide)] =
-            segment_entry<Launcher, T, accumulator_t<O, T, Accumulator::Wide>, O>();
-        slot[static_cast<std::size_t>(Accumulator::Native)] =
-            segment_entry<Launcher, T, accumulator_t<O, T, Accumulator::Native>, O>();
-      }
+      auto& slot = t[static_cast<std::size_t>(O)][static_cast<std::size_t>(dtype_of<T>)];
+      slot[static_cast<std::size_t>(Accumulator::Wide)] =
+          segment_entry<Launcher, T, accumulator_t<O, T, Accumulator::Wide>, O>();
+      slot[static_cast<std::size_t>(Accumulator::Native)] =
+          segment_entry<Launcher, T, accumulator_t<O, T, Accumulator::Native>, O>();
     });
   });
 }

@@ -719,11 +719,12 @@ struct ExactRun {
 };
 
 // The exact states of pieces of device data: each batch of pieces goes up, is reduced
-// (options.warmup + options.repeat times, timed) and its states come down into `words`.
+// (options.warmup + options.repeat times, timed) and its states come down into `words` (f16 and
+// bf16: the states of their values widened to f32, exact_piece_words(compute_dtype(type)) words).
 ExactRun exact_states(SegmentScratch& s, const void* data, DType type, std::span<const ExactPiece> pieces,
                       std::int64_t* words, const RunOptions& options) {
   ExactRun run;
-  const auto per_piece = static_cast<std::size_t>(xr::detail::exact_piece_words(type));
+  const auto per_piece = static_cast<std::size_t>(xr::detail::exact_piece_words(compute_dtype(type)));
   for (std::size_t first = 0; first < pieces.size(); first += kExactBatch) {
     const std::size_t count = std::min(kExactBatch, pieces.size() - first);
     void* d_pieces = s.buffer(SegmentScratch::Pieces, count * sizeof(ExactPiece));
@@ -741,10 +742,12 @@ ExactRun exact_states(SegmentScratch& s, const void* data, DType type, std::span
   return run;
 }
 
-// Every segment's exact sum, rounded once, into `values` (host, count values of the input type).
+// Every segment's exact sum, rounded once, into `values` (host, count values of the sum's result
+// type: the input type, f32 for f16 and bf16).
 ExactRun exact_segments(const SegmentTask& t, void* values, const RunOptions& options) {
   ExactRun run;
-  const auto per_piece = static_cast<std::size_t>(xr::detail::exact_piece_words(t.type));
+  const DType state = compute_dtype(t.type), result = result_dtype(Op::Sum, t.type);
+  const auto per_piece = static_cast<std::size_t>(xr::detail::exact_piece_words(state));
   std::vector<ExactPiece> pieces;
   std::vector<u64> owner;
   std::vector<std::int64_t> words;
@@ -752,8 +755,8 @@ ExactRun exact_segments(const SegmentTask& t, void* values, const RunOptions& op
   u64 open = 0;  // the segment `sum` belongs to
   const auto close = [&](u64 until) {  // rounds segments [open, until): only `open` has terms
     for (; open < until; ++open) {
-      auto* dst = static_cast<unsigned char*>(values) + open * t.elem();
-      if (t.type == DType::F32) {
+      auto* dst = static_cast<unsigned char*>(values) + open * size_of(result);
+      if (result == DType::F32) {
         const float v = sum.to_float();
         std::memcpy(dst, &v, sizeof v);
       } else {
@@ -771,7 +774,7 @@ ExactRun exact_segments(const SegmentTask& t, void* values, const RunOptions& op
     run.launches += r.launches;
     for (std::size_t p = 0; p < pieces.size(); ++p) {
       close(owner[p]);
-      xr::detail::merge_piece(sum, words.data() + p * per_piece, t.type);
+      xr::detail::merge_piece(sum, words.data() + p * per_piece, state);
     }
     pieces.clear();
     owner.clear();
@@ -1005,8 +1008,8 @@ SegmentOutcome CudaSegments::reduce(const SegmentJob& job) {
 SegmentOutcome CudaSegments::exact_pieces(const void* data, std::uint64_t n, DType type,
                                           std::span<const ExactPiece> pieces, std::int64_t* words,
                                           const RunOptions& options) {
-  if (type != DType::F32 && type != DType::F64)
-    throw InvalidArgument("cuda: exact pieces are f32 or f64, not " + std::string(to_string(type)));
+  if (!is_float(type))
+    throw InvalidArgument("cuda: exact pieces are of float types, not " + std::string(to_string(type)));
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     const ExactPiece& p = pieces[i];
     const std::int64_t last = p.count > 0 ? p.first + (p.count - 1) * p.step : p.first;

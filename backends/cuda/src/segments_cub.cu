@@ -3,7 +3,8 @@
 // offsets as d_offsets and d_offsets + 1, read as given (not clamped). CUB gives an empty segment
 // the initial value; for float sums that is the identity -0, so their values go through an output
 // iterator that writes +0 for empty segments. Temp storage is the scratch's, grown and kept; its
-// size is asked once per (instantiation, segments). The baseline, never chosen by auto.
+// size is asked once per (instantiation, segments). f16 and bf16 reach CUB as __half and
+// __nv_bfloat16 (cub_op.cuh), their sums and products in float. The baseline, never chosen by auto.
 #include <cub/device/device_segmented_reduce.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/tabulate_output_iterator.h>
@@ -65,7 +66,7 @@ template <bool Rows> struct CubSegments : NoSharedMemory {
 
   template <class In, class Acc, Op O, class Begin, class End>
   static void with_output(const SegmentLaunch& L, Begin begin, End end) {
-    Acc* out = static_cast<Acc*>(L.out);
+    auto* out = static_cast<cub_t<Acc>*>(L.out);
     if constexpr (O == Op::Sum && std::is_floating_point_v<Acc>) {
       const EmptySumIsZero<Acc> write{out, Rows ? nullptr : L.offsets, static_cast<i64>(L.length)};
       reduce<In, Acc, O>(L, begin, end, thrust::make_tabulate_output_iterator(write));

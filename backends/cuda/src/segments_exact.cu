@@ -1,5 +1,6 @@
 // Launcher of k_exact_pieces (kernels_cu/segments_exact.cuh): the exact states of pieces of
-// segments, word for word those of exact_piece_state (core/src/segment_device.hpp).
+// segments, word for word those of exact_piece_state (core/src/segment_device.hpp; f16 and bf16:
+// of their values widened to f32).
 #include <climits>
 #include <cstddef>
 
@@ -33,12 +34,14 @@ void launch_exact_pieces(DType type, const void* data, const void* pieces, u64 c
                           std::to_string(u64(INT_MAX) * ks::kExactPieceWarps) + ")");
   const auto* p = static_cast<const ks::PieceRef*>(pieces);
   auto* w = reinterpret_cast<long long*>(words);
-  if (type == DType::F32)
-    ks::k_exact_pieces<float><<<static_cast<unsigned>(grid), 32 * ks::kExactPieceWarps, 0, stream>>>(
-        static_cast<const float*>(data), p, count, w);
-  else
-    ks::k_exact_pieces<double><<<static_cast<unsigned>(grid), 32 * ks::kExactPieceWarps, 0, stream>>>(
-        static_cast<const double*>(data), p, count, w);
+  visit_dtype(type, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (is_float_v<T>)
+      ks::k_exact_pieces<T><<<static_cast<unsigned>(grid), 32 * ks::kExactPieceWarps, 0, stream>>>(
+          static_cast<const T*>(data), p, count, w);
+    else
+      throw InvalidArgument("cuda: exact pieces are of float types, not " + std::string(to_string(type)));
+  });
   check_launch("k_exact_pieces");
 }
 

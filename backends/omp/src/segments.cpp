@@ -9,6 +9,8 @@
 //            kColumnRows at a time, into its own row of partials (narrow arrays fold several rows
 //            per vector), the partials combined in thread order by all threads; arrays too wide
 //            for a thread's partials to stay in cache split their columns instead.
+// f16 and bf16 compute in f32: their loads widen them (exactly), and the min and max go back to
+// the input type at the end.
 #include "segments.hpp"
 
 #include <omp.h>
@@ -27,7 +29,7 @@
 
 #include "ladder.hpp"
 #include "policy.hpp"
-#include "xreduce/error.hpp"
+#include "widen.hpp"
 #include "xreduce/semantics.hpp"
 
 namespace xr::omp::detail {
@@ -78,15 +80,26 @@ template <class A> Pack<A> splat(A v) {
 
 // The packs of A that one load of T at x (any alignment) makes, converted as one vector: 16
 // bytes of T, sizeof(A) / sizeof(T) packs (an i32 pack widens to two i64 packs, a u8 pack to
-// eight u64 packs), or fewer where a block holds fewer (Packs: how many).
+// eight u64 packs, an f16 pack to two f32 packs), or fewer where a block holds fewer (Packs: how
+// many). f16 and bf16 widen element by element through their exact conversions (bf16 a shift,
+// f16 branch-free), which the compiler turns into vector code.
 template <class A, class T> constexpr std::uint64_t kPacksPerLoad = sizeof(A) / sizeof(T);
 template <class A, class T, std::uint64_t Packs = kPacksPerLoad<A, T>> std::array<Pack<A>, Packs> load(const T* x) {
   constexpr std::uint64_t elements = Packs * kPackLanes<A>;
-  typedef T Raw __attribute__((vector_size(elements * sizeof(T))));
-  typedef A Wide __attribute__((vector_size(elements * sizeof(A))));
-  Raw r;
-  std::memcpy(&r, x, sizeof r);
-  return std::bit_cast<std::array<Pack<A>, Packs>>(__builtin_convertvector(r, Wide));
+  if constexpr (is_half_v<T>) {
+    static_assert(std::is_same_v<A, float>, "f16 and bf16 compute in f32");
+    T raw[elements];
+    std::memcpy(raw, x, sizeof raw);
+    std::array<A, elements> wide;
+    for (std::uint64_t e = 0; e < elements; ++e) wide[e] = static_cast<A>(raw[e]);
+    return std::bit_cast<std::array<Pack<A>, Packs>>(wide);
+  } else {
+    typedef T Raw __attribute__((vector_size(elements * sizeof(T))));
+    typedef A Wide __attribute__((vector_size(elements * sizeof(A))));
+    Raw r;
+    std::memcpy(&r, x, sizeof r);
+    return std::bit_cast<std::array<Pack<A>, Packs>>(__builtin_convertvector(r, Wide));
+  }
 }
 
 // Pack x holding elements first, first + 1, ... of a block: those at or past n set to v.
@@ -465,20 +478,32 @@ template <Op O, class T, class A> std::uint64_t run_columns(const T* x, const Se
   return rows / static_cast<std::uint64_t>(threads) + 1 + kColumnRows + kLanes<A> + static_cast<std::uint64_t>(threads);
 }
 
-// Instantiates R<O, T, A> for the job's (op, type, accumulator).
+// Instantiates run<O, T, C> for the job's (op, type, accumulator A), C the type it computes in:
+// A, or f32 for the min and max of f16 and bf16, whose values then go back to the input type
+// exactly (each is an input, an infinity or a NaN).
 template <class F> std::uint64_t dispatch(const SegmentJob& job, int threads, F run) {
   return visit_dtype(job.type, [&](auto zero) -> std::uint64_t {
     using T = decltype(zero);
-    if constexpr (is_half_v<T>) throw InvalidArgument("omp: no segmented kernel for f16 or bf16");  // not in segment_dtypes()
-    else return visit_fold(job.op, [&](auto fn) {
+    return visit_fold(job.op, [&](auto fn) {
       constexpr Op O = decltype(fn)::op;
       const T* x = static_cast<const T*>(job.data);
-      if (job.options.accumulator == Accumulator::Native) {
-        using A = accumulator_t<O, T, Accumulator::Native>;
-        return run.template operator()<O, T, A>(x, job.layout, static_cast<A*>(job.out), threads);
-      }
-      using A = accumulator_t<O, T, Accumulator::Wide>;
-      return run.template operator()<O, T, A>(x, job.layout, static_cast<A*>(job.out), threads);
+      const auto with = [&]<class A>() -> std::uint64_t {
+        using C = compute_t<A>;
+        A* out = static_cast<A*>(job.out);
+        if constexpr (std::is_same_v<C, A>) {
+          return run.template operator()<O, T, A>(x, job.layout, out, threads);
+        } else {
+          std::vector<C> values(job.layout.count);
+          const std::uint64_t depth = run.template operator()<O, T, C>(x, job.layout, values.data(), threads);
+          const auto count = static_cast<std::int64_t>(values.size());
+#pragma omp parallel for num_threads(threads)
+          for (std::int64_t i = 0; i < count; ++i) out[i] = static_cast<A>(values[static_cast<std::size_t>(i)]);
+          return depth;
+        }
+      };
+      if (job.options.accumulator == Accumulator::Native)
+        return with.template operator()<accumulator_t<O, T, Accumulator::Native>>();
+      return with.template operator()<accumulator_t<O, T, Accumulator::Wide>>();
     });
   });
 }
@@ -493,6 +518,20 @@ KernelInfo strategy(std::string name, std::string note, KernelKind kind, std::ve
   k.exact = true;
   k.layouts = std::move(layouts);
   return k;
+}
+
+// The exact state of a piece of f16 or bf16: that of its values widened to f32 (each exactly), in
+// `wide`, with the f32 window (exact_piece_words(compute_dtype(type)) words).
+template <class T> void half_piece_state(const T* x, const ExactPiece& piece, std::vector<float>& wide, std::int64_t* words) {
+  const auto count = static_cast<std::uint64_t>(piece.count);
+  wide.resize(count);
+  if (piece.step == 1) {
+    widen(x + piece.first, wide.data(), count);
+  } else {
+    for (std::uint64_t k = 0; k < count; ++k)
+      wide[k] = static_cast<float>(x[piece.first + static_cast<std::int64_t>(k) * piece.step]);
+  }
+  xr::detail::exact_piece_state(wide.data(), ExactPiece{0, piece.count, 1}, words);
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -543,15 +582,24 @@ SegmentOutcome HostSegments::exact_pieces(const void* data, std::uint64_t, DType
                                           std::int64_t* words, const RunOptions& options) {
   const int threads = team(options, pieces.size() * 64);
   const auto count = static_cast<std::int64_t>(pieces.size());
-  const auto width = static_cast<std::size_t>(xr::detail::exact_piece_words(type));
+  const auto width = static_cast<std::size_t>(xr::detail::exact_piece_words(compute_dtype(type)));
   std::vector<double> times;
   for (int it = 0; it < options.warmup + options.repeat; ++it) {
     const auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 64)
-    for (std::int64_t p = 0; p < count; ++p) {
-      std::int64_t* w = words + static_cast<std::size_t>(p) * width;
-      if (type == DType::F32) xr::detail::exact_piece_state(static_cast<const float*>(data), pieces[p], w);
-      else xr::detail::exact_piece_state(static_cast<const double*>(data), pieces[p], w);
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<float> wide;  // f16 and bf16: a piece widened to f32
+#pragma omp for schedule(dynamic, 64)
+      for (std::int64_t p = 0; p < count; ++p) {
+        std::int64_t* w = words + static_cast<std::size_t>(p) * width;
+        switch (type) {
+          case DType::F32: xr::detail::exact_piece_state(static_cast<const float*>(data), pieces[p], w); break;
+          case DType::F64: xr::detail::exact_piece_state(static_cast<const double*>(data), pieces[p], w); break;
+          case DType::F16: half_piece_state(static_cast<const f16*>(data), pieces[p], wide, w); break;
+          case DType::BF16: half_piece_state(static_cast<const bf16*>(data), pieces[p], wide, w); break;
+          default: break;
+        }
+      }
     }
     if (it >= options.warmup) times.push_back(ms_since(t0));
   }

@@ -243,6 +243,9 @@ struct Setting {
   SegmentBuffers& buffers;
   DType acc;
   std::size_t acc_bytes;
+  // Bytes of a value in registers and local memory (acc_t): acc_bytes, but 4 for the min and max
+  // of f16 and bf16, which are computed in float and stored as the input type.
+  std::size_t compute_bytes;
   // Offsets: the longest segment and the mean length.
   std::uint64_t max_len = 0;
   double mean_len = 0;
@@ -344,7 +347,7 @@ Step team_step(const Setting& s, const TeamLaunch& t, std::size_t L) {
   st.name = "xr_seg_team";
   const Build build = team_build(s, t);
   st.kernel = &segment_kernel(s, t.in, build, st.name);
-  const std::size_t scratch = std::size_t{build.segs} * s.acc_bytes;
+  const std::size_t scratch = std::size_t{build.segs} * s.compute_bytes;
   st.limit = group_limit(*st.kernel, s.caps, scratch);
   st.local = L;
   const std::uint64_t per_round = std::uint64_t{L / t.team} * build.segs;
@@ -651,7 +654,7 @@ Step columns_step(const Setting& s, DType in, cl_mem data, std::uint64_t offset,
   Build b;
   b.pack = pack;
   st.kernel = &segment_kernel(s, in, b, st.name);
-  const std::size_t scratch = pack * s.acc_bytes;
+  const std::size_t scratch = pack * s.compute_bytes;
   st.limit = group_limit(*st.kernel, s.caps, scratch);
   st.local = static_cast<std::size_t>(W * lanes);
   st.global = static_cast<std::size_t>(std::min(blocks * *bands, max_groups(st.local))) * st.local;
@@ -975,8 +978,9 @@ SegmentRun run_segments(const SegmentQueue& q, const SegmentCall& call, SegmentB
                           std::string(to_string(lay.kind)));
   if (call.type == DType::F64 && !caps.fp64)
     throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps.name + " does not offer");
-  Setting s{q, caps, call, buffers, result_dtype(call.op, call.type, opt.accumulator), 0};
+  Setting s{q, caps, call, buffers, result_dtype(call.op, call.type, opt.accumulator), 0, 0};
   s.acc_bytes = size_of(s.acc);
+  s.compute_bytes = size_of(compute_dtype(s.acc));
   const bool offsets = lay.kind == SegmentKind::Offsets;
   if (offsets && lay.count) {
     for (std::uint64_t i = 0; i < lay.count; ++i)
@@ -1064,11 +1068,11 @@ SegmentRun run_exact_pieces(const SegmentQueue& q, cl_mem data, std::uint64_t of
                             std::span<const ExactPiece> pieces, std::int64_t* words, const RunOptions& options,
                             SegmentBuffers& buffers, double* read_ms) {
   const DeviceCaps& caps = *q.caps;
-  if (type != DType::F32 && type != DType::F64)
-    throw InvalidArgument("opencl: exact piece states are for f32 and f64, not " + std::string(to_string(type)));
+  if (!is_float(type))
+    throw InvalidArgument("opencl: exact piece states are for float types, not " + std::string(to_string(type)));
   if (type == DType::F64 && !caps.fp64)
     throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps.name + " does not offer");
-  const int per_piece = xr::detail::exact_piece_words(type);
+  const int per_piece = xr::detail::exact_piece_words(compute_dtype(type));
   std::vector<cl_long> table(3 * pieces.size());
   for (std::size_t p = 0; p < pieces.size(); ++p) {
     const ExactPiece& x = pieces[p];
@@ -1248,18 +1252,20 @@ Result run_call(const SegmentQueue& q, const SegmentCall& call, double transfer_
   detail::SegmentRun run;
   if (exact) {
     const detail::ExactPieces pieces = detail::exact_pieces_of(lay);
-    const int per_piece = xr::detail::exact_piece_words(call.type);
+    // f16 and bf16 pieces have the states of their values widened to f32; their sums round to f32.
+    const DType state = compute_dtype(call.type);
+    const int per_piece = xr::detail::exact_piece_words(state);
     std::vector<std::int64_t> words(pieces.pieces.size() * per_piece);
     double copies = 0;
     run = detail::run_exact_pieces(q, call.data, call.offset, call.n, call.type, pieces.pieces, words.data(), opt,
                                    buffers, &copies);
     transfer_ms += copies;
-    HostBuffer values(call.type, lay.count);
+    HostBuffer values(acc, lay.count);
     for (std::uint64_t i = 0; i < lay.count; ++i) {
       ExactSum sum;
       for (std::uint64_t p = pieces.first[i]; p < pieces.first[i + 1]; ++p)
-        xr::detail::merge_piece(sum, words.data() + p * per_piece, call.type);
-      if (call.type == DType::F32)
+        xr::detail::merge_piece(sum, words.data() + p * per_piece, state);
+      if (acc == DType::F32)
         values.as<float>()[i] = sum.to_float();
       else
         values.as<double>()[i] = sum.to_double();

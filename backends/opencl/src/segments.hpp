@@ -79,9 +79,10 @@ std::vector<KernelInfo> segment_strategies(const DeviceCaps& caps);
 // InvalidArgument for an unknown strategy or one that does not reduce the layout.
 SegmentRun run_segments(const SegmentQueue& q, const SegmentCall& call, SegmentBuffers& buffers);
 
-// The exact states of `pieces` of the f32/f64 input in `data` from element `offset` (n elements
-// there), exact_piece_words(type) words each into `words`: options.warmup + options.repeat passes,
-// the states read back after the last. *read_ms: the time of that read.
+// The exact states of `pieces` of the float input in `data` from element `offset` (n elements
+// there), exact_piece_words(compute_dtype(type)) words each into `words` (f16 and bf16: the
+// states of their values widened to f32): options.warmup + options.repeat passes, the states
+// read back after the last. *read_ms: the time of that read.
 SegmentRun run_exact_pieces(const SegmentQueue& q, cl_mem data, std::uint64_t offset, std::uint64_t n, DType type,
                             std::span<const xr::detail::ExactPiece> pieces, std::int64_t* words,
                             const RunOptions& options, SegmentBuffers& buffers, double* read_ms);

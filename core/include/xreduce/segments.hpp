@@ -14,9 +14,10 @@
 // | max  | -inf (floats), the type's lowest     |
 //
 // A non-empty segment's value is the whole-array reduction of its elements (xreduce/semantics.hpp):
-// the same NaN rules, the same wrap, sums of narrow integers in 64 bits by default, and in exact
-// mode (RunOptions::exact) every f32/f64 sum is the correctly rounded exact sum of its segment,
-// the same bits on every backend.
+// the same NaN rules, the same wrap, sums of narrow integers in 64 bits by default, f16 and bf16
+// sums and products in f32 (returned as f32; their min and max return the input type), and in
+// exact mode (RunOptions::exact) every float sum is the correctly rounded exact sum of its
+// segment (f16 and bf16 rounded to f32), the same bits on every backend.
 #pragma once
 
 #include <cstdint>
@@ -83,8 +84,7 @@ XR_API SegmentLayout axis_layout(const MatrixShape& shape, int axis);
 // and ends at or below n; the message names the first offending position and value.
 XR_API void check_offsets(std::span<const std::int64_t> offsets, std::uint64_t n);
 
-// The element types segmented reductions take, in table order: every type but f16 and bf16,
-// which have no segmented kernels.
+// The element types segmented reductions take, in table order: every element type.
 XR_API std::vector<DType> segment_dtypes();
 
 // "rows", "columns", "offsets".
