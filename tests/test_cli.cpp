@@ -93,6 +93,30 @@ TEST_CASE("argmax and argmin carry their index, minmax its max; the pair ops ref
   CHECK(empty.out.find("argmax of an empty input has no value") != std::string::npos);
 }
 
+TEST_CASE("OpenMP's vector rung gives the same bits from its portable lane loops as from its AVX2 ones") {
+  // XREDUCE_OMP_PORTABLE turns the AVX2 copy of the lane loops off (on a CPU without AVX2 both
+  // runs take the portable one). Float sums keep their lanes and order in both copies.
+  const std::string ops[] = {"sum", "prod", "max", "argmin", "minmax"};
+  const std::string types[] = {"f32", "f64", "f16", "bf16", "i8", "u8", "i32", "u32", "u64"};
+  for (std::size_t k = 0; k < std::size(types); ++k) {
+    for (std::size_t m = 0; m < 2; ++m) {
+      const std::string& op = ops[(k + 2 * m) % std::size(ops)];
+      const std::string args = "--backend omp --kernel vector --threads 2 --repeat 1 --json --dist normal --n 300007 --op " +
+                               op + " --type " + types[k];
+      const Run fast = cli(args);
+      const Run portable = shell("XREDUCE_OMP_PORTABLE=1 timeout 60 " + std::string(XR_REDUCE_CLI) + " " + args);
+      REQUIRE_MESSAGE(fast.code == 0, fast.out);
+      REQUIRE_MESSAGE(portable.code == 0, portable.out);
+      const auto a = nlohmann::json::parse(fast.out).at(0), b = nlohmann::json::parse(portable.out).at(0);
+      CAPTURE(args);
+      CHECK(a.at("value") == b.at("value"));
+      CHECK(a.value("index", -2) == b.value("index", -2));
+      CHECK(a.value("maximum", std::string()) == b.value("maximum", std::string()));
+      CHECK(a.at("agrees").get<bool>());
+    }
+  }
+}
+
 TEST_CASE("usage errors exit 2 with one line") {
   for (const char* args : {"--bogus", "--backend foo", "--op mean", "--type u16", "--n lots", "--n 2^^4",
                            "--backend omp --kernel warp_magic", "--dist gauss", "--repeat 0",

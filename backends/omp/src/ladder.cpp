@@ -5,9 +5,6 @@
 #include "ladder.hpp"
 
 #include <omp.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include <algorithm>
 #include <limits>
@@ -15,7 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "cpu.hpp"
 #include "exact.hpp"
+#include "lanes.hpp"
 #include "policy.hpp"
 #include "widen.hpp"
 #include "xreduce/error.hpp"
@@ -104,171 +103,62 @@ template <Op O, class T, class A> RungValue run_clause(const T* x, std::uint64_t
   return {Scalar::of<A>(value), (n + threads - 1) / threads + threads};
 }
 
-// Accumulator lanes per thread (policy.hpp: kLaneBytes of them).
-template <class A> constexpr std::uint64_t kLanes = kLaneBytes / sizeof(A);
-
-// The sum of n bytes in 64 bits (A); i8 is biased by 128 to u8, the bias taken off at the end.
-// With SSE2 (every x86-64), PSADBW adds 8 bytes into a 64-bit lane in one instruction; elsewhere
-// 16-bit lanes over blocks of 256 steps (at most 255 * 256 each), added into 64 bits after each
-// block. On a 16-core Xeon (H100 host), 512 MiB: widening every byte to 64 bits ran at 0.37 of
-// stream_read, the 16-bit lanes at 0.67-0.82, PSADBW at 0.87-0.94.
-template <class T, class A> A sum_bytes(const T* x, std::uint64_t n) {
-  static_assert(sizeof(T) == 1 && sizeof(A) == 8);
-  constexpr std::uint8_t bias = std::is_signed_v<T> ? 0x80 : 0;
-  std::uint64_t total = 0, i = 0;
-#if defined(__SSE2__)
-  constexpr std::uint64_t kVectors = 4, kStep = 16 * kVectors;
-  const __m128i flip = _mm_set1_epi8(static_cast<char>(bias)), zero = _mm_setzero_si128();
-  __m128i sums[kVectors] = {};
-  for (; i + kStep <= n; i += kStep)
-    for (std::uint64_t k = 0; k < kVectors; ++k) {
-      const __m128i bytes = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i + 16 * k)), flip);
-      sums[k] = _mm_add_epi64(sums[k], _mm_sad_epu8(bytes, zero));
-    }
-  const __m128i all = _mm_add_epi64(_mm_add_epi64(sums[0], sums[1]), _mm_add_epi64(sums[2], sums[3]));
-  std::uint64_t halves[2];
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(halves), all);
-  total = halves[0] + halves[1];
-#else
-  constexpr std::uint64_t K = kLaneBytes / 2, kSteps = 256;
-  while (i + K <= n) {
-    std::uint16_t lane[K] = {};
-    const std::uint64_t end = i + std::min((n - i) / K, kSteps) * K;
-    for (; i < end; i += K)
-      for (std::uint64_t j = 0; j < K; ++j) lane[j] += static_cast<std::uint8_t>(static_cast<std::uint8_t>(x[i + j]) ^ bias);
-    for (const auto l : lane) total += l;
-  }
+// One thread's share of the `vector` rung (lanes.hpp), compiled for the portable build and again
+// for AVX2 with F16C, taken where the CPU has them (cpu.hpp). One core of the 2-core Xeon
+// development machine, 16 KiB in L1, GB/s of input, AVX2 against portable: u32 max 74 against
+// 21, u32 sum 46 against 38, bf16 sum 49 against 31, bf16 max 37 against 21, f16 sum 23 against
+// 21 (both widen f16 through F16C, whose one conversion a cycle bounds it). The min, max and
+// pair ops of 64-bit integers stay portable: AVX2 compares them only as signed (u64 max 19
+// against 37, i64 max 25 against 37, u64 argmax 18 against 33), where the portable copy's
+// scalar compare and move runs at twice the rate.
+template <Op O, class T, class A> auto share_portable(const T* x, std::uint64_t n, std::int64_t first) {
+  return lanes::share_result<O, T, A>(x, n, first);
+}
+#if XR_OMP_X86
+template <Op O, class T, class A>
+__attribute__((target("avx2,f16c"), flatten)) auto share_avx2(const T* x, std::uint64_t n, std::int64_t first) {
+  return lanes::share_result<O, T, A>(x, n, first);
+}
 #endif
-  total -= std::uint64_t{bias} * i;  // wraps to the signed sum's bits
-  for (; i < n; ++i) total += static_cast<std::uint64_t>(static_cast<A>(x[i]));
-  return static_cast<A>(total);
+template <Op O, class T> constexpr bool kAvx2Pays = !(std::is_integral_v<T> && sizeof(T) == 8 && O != Op::Sum && O != Op::Prod);
+template <Op O, class T, class A> auto share_fn() {
+#if XR_OMP_X86
+  if constexpr (kAvx2Pays<O, T>)
+    if (have_avx2()) return &share_avx2<O, T, A>;
+#endif
+  return &share_portable<O, T, A>;
 }
 
-// op over x[0, n) in kLanes independent lanes (a loop the compiler turns into SIMD), element i
-// into lane i % kLanes, then the lanes in order. Lanes of C (float for f16 and bf16) taking
-// elements of T.
-template <Op O, class C> struct Lanes {
-  static constexpr std::uint64_t K = kLanes<C>;
-  C lane[K];
-  Lanes() {
-    for (auto& a : lane) a = identity<C>(O);
-  }
-  // The next n elements; n a multiple of K but for the last call.
-  template <class T> void add(const T* x, std::uint64_t n) {
-    std::uint64_t i = 0;
-    for (; i + K <= n; i += K)
-      for (std::uint64_t j = 0; j < K; ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<C>(x[i + j]));
-    for (std::uint64_t j = 0; i < n; ++i, ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<C>(x[i]));
-  }
-  C result() const {
-    C r = identity<C>(O);
-    for (const auto& a : lane) r = OpFn<O>::apply(r, a);
-    return r;
-  }
-};
-
-template <Op O, class T, class A> A fold_in_lanes(const T* x, std::uint64_t n) {
-  if constexpr (O == Op::Sum && sizeof(T) == 1 && sizeof(A) == 8) {
-    return sum_bytes<T, A>(x, n);
-  } else if constexpr (std::is_same_v<T, f16>) {
-    // Widened a block at a time into floats (in L1, through F16C where the CPU has it), then
-    // folded as f32: the same lanes in the same order as element by element. bf16 converts in
-    // the lane loop (a shift): on 16 Xeon cores at 2^28, widening first took bf16 max from 50%
-    // of stream_read to 40%, and took f16 sums from 15% to about 80%.
-    static_assert(kHalfBlock % Lanes<O, float>::K == 0);
-    alignas(64) float wide[kHalfBlock];
-    Lanes<O, float> lanes;
-    for (std::uint64_t i = 0; i < n; i += kHalfBlock) {
-      const std::uint64_t m = std::min(kHalfBlock, n - i);
-      widen(x + i, wide, m);
-      lanes.add(wide, m);
-    }
-    return static_cast<A>(lanes.result());
-  } else {
-    Lanes<O, compute_t<A>> lanes;
-    lanes.add(x, n);
-    return static_cast<A>(lanes.result());
-  }
-}
-
-// rung `vector`: kLanes independent accumulators per thread in a lane loop the compiler turns
-// into SIMD; reaches the streaming-read rate, at the cost of a lane-then-thread combine.
+// rung `vector`: kLanes independent accumulators per thread in lane loops the compiler turns
+// into SIMD (lanes.hpp); reaches the streaming-read rate, at the cost of a lane-then-thread
+// combine.
 template <Op O, class T, class A> RungValue run_vector(const T* x, std::uint64_t n, int threads) {
-  constexpr std::uint64_t K = kLanes<compute_t<A>>;
+  constexpr std::uint64_t K = lanes::kFoldLanes<T, A>;
+  const auto fold = share_fn<O, T, A>();
   std::vector<A> partial(static_cast<std::size_t>(threads), identity<A>(O));
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num();
     const Span s = share(n, t, omp_get_num_threads(), K);
-    partial[static_cast<std::size_t>(t)] = fold_in_lanes<O, T, A>(x + s.lo, s.hi - s.lo);
+    partial[static_cast<std::size_t>(t)] = fold(x + s.lo, s.hi - s.lo, 0);
   }
   A r = identity<A>(O);
   for (const auto& p : partial) r = OpFn<O>::apply(r, p);
   return {Scalar::of<A>(r), (n + threads * K - 1) / (threads * K) + K + threads};
 }
 
-// The pair ops in kLanes lanes of C, element i into lane i % kLanes: argmin and argmax keep
-// each lane's value and index (fed in order, so a later element takes a lane only when strictly
-// beyond it, or as its first NaN), minmax a min and a max; the lanes combine by PairFn.
-template <Op O, class C> struct PairLanes {
-  static constexpr std::uint64_t K = kLanes<C>;
-  pair_record_t<O, C> lane[K];
-  PairLanes() {
-    for (auto& r : lane) r = PairFn<O>::template identity<C>();
-  }
-  void step(std::uint64_t j, C v, std::int64_t i) {
-    if constexpr (O == Op::MinMax) {
-      lane[j].min = OpFn<Op::Min>::apply(lane[j].min, v);
-      lane[j].max = OpFn<Op::Max>::apply(lane[j].max, v);
-    } else {
-      const bool take = lane[j].index == kNoIndex || replaces<PairFn<O>::fold>(lane[j].value, v);
-      lane[j].value = take ? v : lane[j].value;
-      lane[j].index = take ? i : lane[j].index;
-    }
-  }
-  // x[0, n), whose first element is element `first` of the input.
-  template <class T> void add(const T* x, std::uint64_t n, std::int64_t first) {
-    std::uint64_t i = 0;
-    for (; i + K <= n; i += K)
-      for (std::uint64_t j = 0; j < K; ++j) step(j, static_cast<C>(x[i + j]), first + static_cast<std::int64_t>(i + j));
-    for (std::uint64_t j = 0; i < n; ++i, ++j) step(j, static_cast<C>(x[i]), first + static_cast<std::int64_t>(i));
-  }
-  pair_record_t<O, C> result() const {
-    auto r = PairFn<O>::template identity<C>();
-    for (const auto& l : lane) r = PairFn<O>::apply(r, l);
-    return r;
-  }
-};
-
-// A pair op's record of x[0, n) (element 0 at index `first`): f16 widened a block at a time, as
-// fold_in_lanes does; the record converts back to T exactly.
-template <Op O, class T> pair_record_t<O, T> pair_in_lanes(const T* x, std::uint64_t n, std::int64_t first) {
-  using C = compute_t<T>;
-  PairLanes<O, C> lanes;
-  if constexpr (std::is_same_v<T, f16>) {
-    alignas(64) float wide[kHalfBlock];
-    for (std::uint64_t i = 0; i < n; i += kHalfBlock) {
-      const std::uint64_t m = std::min(kHalfBlock, n - i);
-      widen(x + i, wide, m);
-      lanes.add(wide, m, first + static_cast<std::int64_t>(i));
-    }
-  } else {
-    lanes.add(x, n, first);
-  }
-  const auto r = lanes.result();
-  if constexpr (O == Op::MinMax) return {static_cast<T>(r.min), static_cast<T>(r.max)};
-  else return {static_cast<T>(r.value), r.index};
-}
-
-// The pair ops on rung `vector`: each thread's share in lanes, the threads' records by PairFn.
+// The pair ops on rung `vector`: each thread's record of its share (lanes.hpp: the lanes fold
+// every block, and only a block that beats the record is searched for its index), the threads'
+// records by PairFn.
 template <Op O, class T> RungValue run_pair(const T* x, std::uint64_t n, int threads) {
   using Record = pair_record_t<O, T>;
+  const auto locate = share_fn<O, T, T>();
   std::vector<Record> partial(static_cast<std::size_t>(threads), PairFn<O>::template identity<T>());
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num();
-    const Span s = share(n, t, omp_get_num_threads(), kLanes<compute_t<T>>);
-    partial[static_cast<std::size_t>(t)] = pair_in_lanes<O, T>(x + s.lo, s.hi - s.lo, static_cast<std::int64_t>(s.lo));
+    const Span s = share(n, t, omp_get_num_threads(), lanes::kLanes<compute_t<T>>);
+    partial[static_cast<std::size_t>(t)] = locate(x + s.lo, s.hi - s.lo, static_cast<std::int64_t>(s.lo));
   }
   Record r = PairFn<O>::template identity<T>();
   for (const auto& p : partial) r = PairFn<O>::apply(r, p);

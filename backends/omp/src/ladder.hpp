@@ -14,7 +14,7 @@ struct RungValue {
   Scalar value;
   std::uint64_t rounding_depth;
   std::int64_t index = -1;  // argmin, argmax: in the piece (0 is its first element)
-  Scalar maximum;           // minmax
+  Scalar maximum{};         // minmax
 };
 
 using RungFn = RungValue (*)(HostArray in, Op op, Accumulator acc, int threads);
