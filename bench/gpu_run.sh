@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build, tests and benchmarks on a machine with an NVIDIA GPU; full logs under $OUT (at most 8
 # files), a short summary last.
-# Stages (default all but check): build test ladder sweep types layouts opencl exact host mpi segments;
+# Stages (default all but check): build test ladder sweep types pairs layouts opencl exact host mpi segments;
 # check runs reduce_cli check --full (about 10 minutes)
 # Kernel comparisons (opencl, exact) use --host-path resident: the input is copied once and the
 # kernels are timed; the host stage measures the streamed host path end to end.
@@ -12,7 +12,7 @@ OUT=${OUT:-/tmp/xr_out}
 mkdir -p "$OUT"
 B=${XR_BUILD_DIR:-build-gpu}
 # XR_CTEST_JOBS runs that many test suites at once (default 1: suites timed alone).
-stages=${*:-build test ladder sweep types layouts opencl exact host mpi segments}
+stages=${*:-build test ladder sweep types pairs layouts opencl exact host mpi segments}
 summary="$OUT/summary.txt"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
@@ -104,10 +104,30 @@ if has types; then
     "$B/bench/xr_bench_auto_vs_cub" --types f16,bf16 --lo 28 --hi 30
     "$B/bench/xr_bench_auto_vs_cub" --types f16,bf16 --op max --lo 28 --hi 28 | tail -2
     for type_n in u8:2^29 i8:2^29 u32:2^27 u64:2^26 i32:2^27 f16:2^28 bf16:2^28; do
-      "$cli" -b omp --type "${type_n%:*}" --n "${type_n#*:}" --kernel all --repeat 10 --warmup 2
+      for op in sum max; do
+        "$cli" -b omp --type "${type_n%:*}" --n "${type_n#*:}" --op $op --kernel all --repeat 10 --warmup 2
+      done
     done
   } >"$OUT/types.txt" 2>&1
   grep -vE "^(clause|vector) " "$OUT/types.txt" >>"$summary"
+fi
+
+if has pairs; then
+  # argmax and argmin of f32 against cub::DeviceReduce::ArgMax/ArgMin, minmax against auto's max,
+  # integer argmax against the cub row; then OpenMP's pair ops and the narrow types' sums and max
+  # on the host CPU against stream_read over 512 MiB.
+  {
+    "$B/bench/xr_bench_auto_vs_cub" --types f32 --op argmax --lo 22 --hi 30
+    "$B/bench/xr_bench_auto_vs_cub" --types f32 --op argmin --lo 28 --hi 28 | tail -1
+    "$B/bench/xr_bench_auto_vs_cub" --types f32 --op minmax --against max --lo 28 --hi 28 | tail -1
+    "$B/bench/xr_bench_auto_vs_cub" --types i32,u8 --op argmax --lo 28 --hi 28 | tail -2
+    for op in argmax minmax; do
+      for type_n in f32:2^27 u8:2^29 f16:2^28; do
+        "$cli" -b omp --type "${type_n%:*}" --n "${type_n#*:}" --op "$op" --kernel all --repeat 10 --warmup 2
+      done
+    done
+  } >"$OUT/pairs.txt" 2>&1
+  grep -vE "^(clause|vector) " "$OUT/pairs.txt" >>"$summary"
 fi
 
 if has layouts; then
