@@ -14,6 +14,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "cpu.hpp"
 #include "policy.hpp"
 #include "widen.hpp"
 #include "xreduce/semantics.hpp"
@@ -46,21 +47,24 @@ XR_OMP_LANES std::uint32_t word_at(const bf16* x) {
 }
 
 // Calls f(p, m, i) for consecutive blocks of x[0, n), each of m elements from x[i] on, p pointing
-// at them: f16 widened into floats a kHalfBlock at a time (in L1, through F16C where the CPU has
-// it), every other type where it lies, kScanBlockBytes at a time. Stops when f returns false.
+// at them, kScanBlockBytes at a time; f16 on a CPU without F16C widened into floats a kHalfBlock
+// at a time first (where it has F16C, the lane loops convert in registers: fold_f16 and
+// extremes_f16 in widen.hpp). Stops when f returns false.
 template <class T, class F> XR_OMP_LANES void for_each_block(const T* x, u64 n, F&& f) {
   if constexpr (std::is_same_v<T, f16>) {
-    alignas(64) float wide[kHalfBlock];
-    for (u64 i = 0; i < n; i += kHalfBlock) {
-      const u64 m = std::min(kHalfBlock, n - i);
-      widen(x + i, wide, m);
-      if (!f(static_cast<const float*>(wide), m, i)) return;
+    if (!have_f16c()) {
+      alignas(64) float wide[kHalfBlock];
+      for (u64 i = 0; i < n; i += kHalfBlock) {
+        const u64 m = std::min(kHalfBlock, n - i);
+        widen(x + i, wide, m);
+        if (!f(static_cast<const float*>(wide), m, i)) return;
+      }
+      return;
     }
-  } else {
-    constexpr u64 B = kScanBlockBytes / sizeof(T);
-    for (u64 i = 0; i < n; i += B)
-      if (!f(x + i, std::min(B, n - i), i)) return;
   }
+  constexpr u64 B = kScanBlockBytes / sizeof(T);
+  for (u64 i = 0; i < n; i += B)
+    if (!f(x + i, std::min(B, n - i), i)) return;
 }
 
 // op O (sum, prod) in K lanes of C, element i into lane i % K (bf16: words, below), then the
@@ -75,7 +79,10 @@ template <Op O, class C, u64 K = kLanes<C>> struct Folds {
   // element 2j + 1 into lane K / 2 + j.
   template <class T> XR_OMP_LANES void add(const T* x, u64 n) {
     u64 i = 0;
-    if constexpr (std::is_same_v<T, bf16>) {
+    if constexpr (std::is_same_v<T, f16>) {
+      static_assert(std::is_same_v<C, float> && K == 32);
+      return fold_f16(O, lane, x, n);
+    } else if constexpr (std::is_same_v<T, bf16>) {
       static_assert(std::is_same_v<C, float> && K % 2 == 0);
       for (; i + K <= n; i += K)
         for (u64 j = 0; j < K / 2; ++j) {
@@ -191,7 +198,10 @@ template <bool Lo, bool Hi, class C> struct Extremes {
   // The next n elements, any number of them (bf16: the two elements of a word together).
   template <class T> XR_OMP_LANES void add(const T* x, u64 n) {
     u64 i = 0;
-    if constexpr (std::is_same_v<T, bf16>) {
+    if constexpr (std::is_same_v<T, f16>) {
+      static_assert(std::is_same_v<C, float> && K == 32);
+      return extremes_f16(Lo, Hi, lo, hi, nan, x, n);
+    } else if constexpr (std::is_same_v<T, bf16>) {
       for (; i + 2 * K <= n; i += 2 * K)
         for (u64 j = 0; j < K; ++j) {
           const std::uint32_t w = word_at(x + i + 2 * j);
@@ -228,7 +238,19 @@ template <bool Lo, bool Hi, class C> struct Extremes {
 
 // The first k in [0, m) where pred(C(p[k])) holds (one does): kLanes<C> elements at a time by a
 // test the compiler vectorises, then one by one in the first group where it holds.
+// f16 is widened a kHalfBlock at a time first (through F16C where the CPU has it), where the
+// portable conversion of each element would be the cost.
 template <class C, class T, class P> XR_OMP_LANES u64 first_where(const T* p, u64 m, P pred) {
+  if constexpr (std::is_same_v<T, f16>) {
+    alignas(64) float wide[kHalfBlock];
+    for (u64 b = 0;; b += kHalfBlock) {
+      const u64 w = std::min(kHalfBlock, m - b);
+      widen(p + b, wide, w);
+      int any = 0;
+      for (u64 j = 0; j < w; ++j) any |= pred(wide[j]);
+      if (any) return b + first_where<C>(static_cast<const float*>(wide), w, pred);
+    }
+  }
   constexpr u64 K = kLanes<C>;
   u64 k = 0;
   for (; k + K <= m; k += K) {

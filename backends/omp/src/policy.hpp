@@ -9,8 +9,8 @@ namespace xr::omp::detail {
 // hide the add latency and to fill two AVX-512 or four AVX2 registers (the rung reaches the
 // stream_read probe's rate from 2^24 f32 on the 2-core development machine; bench/RESULTS.md).
 constexpr std::uint64_t kLaneBytes = 128;
-// f16 widens to float this many elements at a time (4 KiB of floats, which stay in L1) before a
-// rung folds them as f32.
+// On a CPU without F16C, f16 widens to float this many elements at a time (4 KiB of floats,
+// which stay in L1) before a rung folds them as f32.
 constexpr std::uint64_t kHalfBlock = 1024;
 // Min, max and the pair ops of the `vector` rung look at their lanes every this many bytes of
 // input (f16: every kHalfBlock): for a NaN, and for argmin and argmax, whether the block beats

@@ -2,8 +2,14 @@
 
 #include "cpu.hpp"
 
+#include <stdexcept>
+
+#include "xreduce/semantics.hpp"
+
 #if XR_OMP_X86
 #include <immintrin.h>
+// AVX for the 256-bit float operations, F16C for vcvtph2ps.
+#define XR_F16C_TARGET __attribute__((target("avx,f16c"))) inline
 #endif
 
 namespace xr::omp::detail {
@@ -16,15 +22,81 @@ template <class T> void widen_portable(const T* x, float* out, std::uint64_t n) 
 #if XR_OMP_X86
 // Eight f16 a step through vcvtph2ps (exact, as the portable conversion; a signalling NaN comes
 // out quiet, which every reduction of it gives anyway).
-__attribute__((target("avx,f16c"))) void widen_f16c(const f16* x, float* out, std::uint64_t n) {
+XR_F16C_TARGET void widen_f16c(const f16* x, float* out, std::uint64_t n) {
   std::uint64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
   widen_portable(x + i, out + i, n - i);
 }
+
+XR_F16C_TARGET __m256 f16x8(const f16* x) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+}
+
+template <Op O> XR_F16C_TARGET __m256 fold8(__m256 a, __m256 b) {
+  if constexpr (O == Op::Sum) return _mm256_add_ps(a, b);
+  else return _mm256_mul_ps(a, b);
+}
+
+template <Op O> XR_F16C_TARGET void fold_f16c(float* lane, const f16* x, std::uint64_t n) {
+  __m256 a[4];
+  for (int k = 0; k < 4; ++k) a[k] = _mm256_loadu_ps(lane + 8 * k);
+  std::uint64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) a[k] = fold8<O>(a[k], f16x8(x + i + 8 * k));
+  for (int k = 0; k < 4; ++k) _mm256_storeu_ps(lane + 8 * k, a[k]);
+  for (std::uint64_t j = 0; i < n; ++i, ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<float>(x[i]));
+}
+
+// Extremes::take on 8 lanes: m = w < v ? w : v (MINPS), lo = m < lo ? m : lo; the max alike;
+// the NaN flag from an unordered compare.
+XR_F16C_TARGET void extremes_f16c(bool lo_on, bool hi_on, float* lo, float* hi, std::int32_t* nan, const f16* x,
+                                  std::uint64_t n) {
+  __m256 l[4], h[4], f[4];
+  for (int k = 0; k < 4; ++k) {
+    l[k] = _mm256_loadu_ps(lo + 8 * k);
+    h[k] = _mm256_loadu_ps(hi + 8 * k);
+    f[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(nan) + 8 * k);
+  }
+  std::uint64_t i = 0;
+  for (; i + 64 <= n; i += 64)
+    for (int k = 0; k < 4; ++k) {
+      const __m256 v = f16x8(x + i + 8 * k), w = f16x8(x + i + 32 + 8 * k);
+      if (lo_on) l[k] = _mm256_min_ps(_mm256_min_ps(w, v), l[k]);
+      if (hi_on) h[k] = _mm256_max_ps(_mm256_max_ps(w, v), h[k]);
+      f[k] = _mm256_or_ps(f[k], _mm256_cmp_ps(v, w, _CMP_UNORD_Q));
+    }
+  for (int k = 0; k < 4; ++k) {
+    _mm256_storeu_ps(lo + 8 * k, l[k]);
+    _mm256_storeu_ps(hi + 8 * k, h[k]);
+    _mm256_storeu_ps(reinterpret_cast<float*>(nan) + 8 * k, f[k]);
+  }
+  for (; i < n; ++i) {
+    const float v = static_cast<float>(x[i]);
+    const std::uint64_t j = i % 32;
+    if (lo_on) lo[j] = v < lo[j] ? v : lo[j];
+    if (hi_on) hi[j] = hi[j] < v ? v : hi[j];
+    nan[j] |= -static_cast<std::int32_t>(v != v);
+  }
+}
 #endif
 
 }  // namespace
+
+void fold_f16(Op op, float* lane, const f16* x, std::uint64_t n) {
+#if XR_OMP_X86
+  if (op == Op::Sum) return fold_f16c<Op::Sum>(lane, x, n);
+  if (op == Op::Prod) return fold_f16c<Op::Prod>(lane, x, n);
+#endif
+  throw std::logic_error("fold_f16: sums and products on a CPU with F16C only");
+}
+
+void extremes_f16(bool lo_on, bool hi_on, float* lo, float* hi, std::int32_t* nan, const f16* x, std::uint64_t n) {
+#if XR_OMP_X86
+  return extremes_f16c(lo_on, hi_on, lo, hi, nan, x, n);
+#endif
+  throw std::logic_error("extremes_f16: on a CPU with F16C only");
+}
 
 void widen(const f16* x, float* out, std::uint64_t n) {
 #if XR_OMP_X86
