@@ -1,15 +1,18 @@
+// The OpenMP backend's code that names instructions beyond SSE2 (F16C, AVX, AVX2), each function
+// compiled for its own target and called only where cpu.hpp finds the CPU has it.
 #include "widen.hpp"
 
-#include "cpu.hpp"
-
 #include <stdexcept>
+
+#include "cpu.hpp"
 
 #include "xreduce/semantics.hpp"
 
 #if XR_OMP_X86
 #include <immintrin.h>
-// AVX for the 256-bit float operations, F16C for vcvtph2ps.
+// AVX for the 256-bit float operations, F16C for vcvtph2ps; AVX2 for 256-bit integers.
 #define XR_F16C_TARGET __attribute__((target("avx,f16c"))) inline
+#define XR_AVX2_TARGET __attribute__((target("avx2"))) inline
 #endif
 
 namespace xr::omp::detail {
@@ -79,9 +82,30 @@ XR_F16C_TARGET void extremes_f16c(bool lo_on, bool hi_on, float* lo, float* hi, 
     nan[j] |= -static_cast<std::int32_t>(v != v);
   }
 }
+
+XR_AVX2_TARGET std::uint64_t sum_bytes_vpsadbw(const std::uint8_t* x, std::uint64_t n, std::uint8_t bias) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(bias)), zero = _mm256_setzero_si256();
+  __m256i s[4] = {zero, zero, zero, zero};
+  for (std::uint64_t i = 0; i < n; i += 128)
+    for (int k = 0; k < 4; ++k) {
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 32 * k));
+      s[k] = _mm256_add_epi64(s[k], _mm256_sad_epu8(_mm256_xor_si256(b, flip), zero));
+    }
+  alignas(32) std::uint64_t q[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(q), _mm256_add_epi64(_mm256_add_epi64(s[0], s[1]), _mm256_add_epi64(s[2], s[3])));
+  return q[0] + q[1] + q[2] + q[3];
+}
+
 #endif
 
 }  // namespace
+
+std::uint64_t sum_bytes_avx2(const std::uint8_t* x, std::uint64_t n, std::uint8_t bias) {
+#if XR_OMP_X86
+  return sum_bytes_vpsadbw(x, n, bias);
+#endif
+  throw std::logic_error("sum_bytes_avx2: on a CPU with AVX2 only");
+}
 
 void fold_f16(Op op, float* lane, const f16* x, std::uint64_t n) {
 #if XR_OMP_X86

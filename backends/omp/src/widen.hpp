@@ -1,5 +1,6 @@
-// f16 and bf16 widened to float, n elements at a time (each converts exactly): the rungs fold f16
-// a block of floats at a time, and exact sums of both take the f32 front end.
+// f16 and bf16 widened to float, n elements at a time (each converts exactly), for the exact sums'
+// f32 front end and for f16 on CPUs without F16C; and the lane loops of lanes.hpp that need
+// instructions beyond SSE2 (widen.cpp), for the CPUs that have them.
 #pragma once
 
 #include <cstdint>
@@ -25,5 +26,9 @@ void widen(const bf16* x, float* out, std::uint64_t n);
 //                 them), the last n % 64 one at a time into lane i % 32.
 void fold_f16(Op op, float* lane, const f16* x, std::uint64_t n);
 void extremes_f16(bool lo_on, bool hi_on, float* lo, float* hi, std::int32_t* nan, const f16* x, std::uint64_t n);
+
+// The sum of (x[i] ^ bias) over x[0, n), n a multiple of 128, by VPSADBW (32 bytes into four
+// 64-bit lanes an instruction): called only where have_avx2(); an integer sum, exact in any order.
+std::uint64_t sum_bytes_avx2(const std::uint8_t* x, std::uint64_t n, std::uint8_t bias);
 
 }  // namespace xr::omp::detail
