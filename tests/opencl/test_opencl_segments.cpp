@@ -534,14 +534,20 @@ TEST_CASE("offsets on the device that the host did not plan from: nothing read o
   }
 }
 
+// This device's capabilities as auto sees an H100's: a GPU of 132 compute units, so that its
+// plans for a GPU run here.
+od::DeviceCaps as_h100(od::DeviceCaps caps) {
+  caps.type = CL_DEVICE_TYPE_GPU;
+  caps.compute_units = 132;
+  return caps;
+}
+
 TEST_CASE("auto as on a GPU: the strategy each shape gets, and its values, run on this device") {
   // The plans auto makes for an H100 (132 compute units of a GPU), run here: the choice by shape
   // and every GPU plan's values, wherever the tests run.
   for (auto& t : targets()) {
     CAPTURE(t.label());
-    od::DeviceCaps gpu = t.caps;
-    gpu.type = CL_DEVICE_TYPE_GPU;
-    gpu.compute_units = 132;
+    const od::DeviceCaps gpu = as_h100(t.caps);
     od::SegmentQueue q = od::segment_queue(t.queue);
     q.caps = &gpu;
     const u64 n = u64{1} << 22;
@@ -599,9 +605,7 @@ TEST_CASE("f16 and bf16 in the plans of a GPU: their bits loaded 16 bytes at a t
   // bands, and segments of mixed lengths in teams. Two (type, op) pairs keep the kernel builds few.
   for (auto& t : targets()) {
     CAPTURE(t.label());
-    od::DeviceCaps gpu = t.caps;
-    gpu.type = CL_DEVICE_TYPE_GPU;
-    gpu.compute_units = 132;
+    const od::DeviceCaps gpu = as_h100(t.caps);
     od::SegmentQueue q = od::segment_queue(t.queue);
     q.caps = &gpu;
     const u64 n = u64{1} << 18;

@@ -9,6 +9,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -270,37 +271,31 @@ template <class C, class T> XR_OMP_LANES u64 first_nan(const T* p, u64 m) {
   return first_where<C>(p, m, [](C v) { return v != v; });
 }
 
-// Min or max (O) of x[0, n), a block at a time: a block with a NaN ends the share with its first
-// NaN, which the result is whatever follows.
-template <Op O, class T> XR_OMP_LANES T extreme_share(const T* x, u64 n) {
+// The extremes of x[0, n) into e, a block at a time, up to the first block with a NaN: then the
+// first NaN (what min, max and minmax give), else nothing.
+template <class E, class T> XR_OMP_LANES std::optional<compute_t<T>> scan_extremes(E& e, const T* x, u64 n) {
   using C = compute_t<T>;
-  Extremes<O == Op::Min, O == Op::Max, C> e;
-  bool nan = false;
-  C first = C{};
+  std::optional<C> nan;
   for_each_block(x, n, [&](const auto* p, u64 m, u64) {
     e.add(p, m);
     if (!e.any_nan()) return true;
-    nan = true;
-    first = static_cast<C>(p[first_nan<C>(p, m)]);
+    nan = static_cast<C>(p[first_nan<C>(p, m)]);
     return false;
   });
-  return static_cast<T>(nan ? first : e.template extreme<O>());
+  return nan;
 }
 
-// minmax of x[0, n), as extreme_share: a NaN makes both the first NaN.
+// Min or max (O) of x[0, n).
+template <Op O, class T> XR_OMP_LANES T extreme_share(const T* x, u64 n) {
+  Extremes<O == Op::Min, O == Op::Max, compute_t<T>> e;
+  const auto nan = scan_extremes(e, x, n);
+  return static_cast<T>(nan ? *nan : e.template extreme<O>());
+}
+
+// minmax of x[0, n): a NaN makes both the first NaN.
 template <class T> XR_OMP_LANES Bounds<T> bounds_share(const T* x, u64 n) {
-  using C = compute_t<T>;
-  Extremes<true, true, C> e;
-  bool nan = false;
-  C first = C{};
-  for_each_block(x, n, [&](const auto* p, u64 m, u64) {
-    e.add(p, m);
-    if (!e.any_nan()) return true;
-    nan = true;
-    first = static_cast<C>(p[first_nan<C>(p, m)]);
-    return false;
-  });
-  if (nan) return {static_cast<T>(first), static_cast<T>(first)};
+  Extremes<true, true, compute_t<T>> e;
+  if (const auto nan = scan_extremes(e, x, n)) return {static_cast<T>(*nan), static_cast<T>(*nan)};
   return {static_cast<T>(e.template extreme<Op::Min>()), static_cast<T>(e.template extreme<Op::Max>())};
 }
 
