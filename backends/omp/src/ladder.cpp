@@ -106,8 +106,8 @@ template <Op O, class T, class A> RungValue run_clause(const T* x, std::uint64_t
 // One thread's share of the `vector` rung (lanes.hpp), compiled for the portable build and again
 // for AVX2 with F16C, taken where the CPU has them (cpu.hpp). One core of the 2-core Xeon
 // development machine, 16 KiB in L1, GB/s of input, AVX2 against portable: u32 max 74 against
-// 21, u32 sum 46 against 38, bf16 sum 49 against 31, bf16 max 37 against 21, f16 sum 23 against
-// 21 (both widen f16 through F16C, whose one conversion a cycle bounds it). The min, max and
+// 21, u32 sum 46 against 38, bf16 sum 49 against 31, bf16 max 37 against 21 (f16 and bytes take
+// the same F16C and AVX2 loops of widen.cpp in both copies, where the CPU has them). The min, max and
 // pair ops of 64-bit integers stay portable: AVX2 compares them only as signed (u64 max 19
 // against 37, i64 max 25 against 37, u64 argmax 18 against 33), where the portable copy's
 // scalar compare and move runs at twice the rate.
