@@ -592,7 +592,7 @@ int main(int argc, char** argv) {
   cli.add_option("--seg-len", a.seg_len, "segmented: every segment's length");
   cli.add_option("--seg-dist", a.seg_dist, "segmented: lengths from uniform:A:B or lognormal:MEAN[:MAX] (seeded by --seed)");
   cli.add_option("--offsets", a.offsets, "segmented: n_segments + 1 int64 offsets from FILE (.npy '<i8' or raw)");
-  cli.add_option("--save-result", a.save_result, "segmented: write the values of the first run to FILE.npy");
+  cli.add_option("--save-result", a.save_result, "segmented: write the values of the first run to FILE (.npy, or raw bytes under any other name: bf16 has no .npy type)");
   refuse_empty_values(cli);
   // Under mpirun every rank reads its own command line: a rank's mistake is agreed on, so that
   // every rank stops with it.

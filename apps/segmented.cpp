@@ -195,7 +195,9 @@ int run_segmented(const SegmentedArgs& a) {
   }
   if (!a.save_result.empty()) {
     if (runs.empty()) throw InvalidArgument("--save-result: no backend ran");
-    save_npy(a.save_result, runs.front().result.values.view());
+    const HostArray values = runs.front().result.values.view();
+    if (a.save_result.ends_with(".npy")) save_npy(a.save_result, values);
+    else save_raw(a.save_result, values);
   }
   if (a.json) {
     std::cout << out.dump(2) << '\n';

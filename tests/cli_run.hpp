@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace xr_cli_test {
@@ -40,6 +41,12 @@ inline std::string scratch(const std::string& name, const std::string& bytes) {
   const auto p = fs::path(XR_TEST_TMP) / name;
   std::ofstream(p, std::ios::binary) << bytes;
   return p.string();
+}
+
+// The bytes of a file ("" where there is none).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 inline bool one_error_line(const std::string& out) {

@@ -81,6 +81,32 @@ TEST_CASE("--segments from --seg-len and --seg-dist, --offsets files, --save-res
   CHECK(saved.type() == xr::DType::I64);  // i32 sums come back in i64
 }
 
+TEST_CASE("OpenMP segments give the same bits from the portable folds as from the AVX2 ones") {
+  // XREDUCE_OMP_PORTABLE turns the AVX2 copy (32-byte packs) off; both copies put each element
+  // into the same lane and fold the lanes in the same order, so every value is the same bits (on
+  // a CPU without AVX2 both runs take the portable copy). Lengths of every remainder, empty
+  // segments among them; each type with an op, turning with the type.
+  const std::string ops[] = {"sum", "max", "prod", "min"};
+  const std::string types[] = {"f32", "f64", "f16", "bf16", "i8", "u8", "i32", "u32", "u64"};
+  for (std::size_t k = 0; k < std::size(types); ++k)
+    for (const std::string& op : {ops[k % std::size(ops)], std::string("sum")}) {
+      const auto path = [&](const char* copy) {  // raw bytes: bf16 has no .npy type
+        return (fs::path(XR_TEST_TMP) / ("seg_" + types[k] + "_" + op + "_" + copy + ".bin")).string();
+      };
+      const std::string args = " --backend omp --threads 2 --repeat 1 --warmup 0 --dist normal --segments 3001 "
+                               "--seg-dist uniform:0:200 --type " + types[k] + " --op " + op + " --save-result ";
+      const Run fast = cli(args + path("avx2"));
+      const Run portable = shell("XREDUCE_OMP_PORTABLE=1 timeout 60 " + std::string(XR_REDUCE_CLI) + args + path("portable"));
+      CAPTURE(args);
+      REQUIRE_MESSAGE(fast.code == 0, fast.out);
+      REQUIRE_MESSAGE(portable.code == 0, portable.out);
+      const std::string a = read_file(path("avx2")), b = read_file(path("portable"));
+      CHECK(a.size() % 3001 == 0);
+      CHECK(!a.empty());
+      CHECK(a == b);
+    }
+}
+
 TEST_CASE("segmented errors: one line, exit 2") {
   for (const std::string args :
        {"--shape 3x", "--shape 3x4x5", "--segments 10", "--segments 10 --seg-len 2 --seg-dist uniform:1:2",
