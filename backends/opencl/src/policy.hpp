@@ -136,6 +136,15 @@ constexpr std::uint64_t kAutoLanesMaxUnits = kLanesMaxTeam * 8;
 // lengths 0 to 8192 2663-2665 against 2385-2386; 2^20 of 0 to 512 2681-2684 against
 // 1685-1693.
 constexpr std::uint64_t kAutoLanesMaxRounds = 1024;
+// auto on GPUs, offsets: lanes only while the longest segment is at most this many times the
+// mean length, else balanced, whose rate does not depend on the lengths. Lanes read uniform
+// lengths (longest about twice the mean) at 2663-2684 GB/s in the figures above, and lognormal
+// ones (longest hundreds of times the mean) at 1644-1657, where CUDA's balanced reads the same
+// 2^20 lognormal segments at 2353-2379 (H100). NVIDIA's OpenCL on the H100, GB/s, lanes against
+// balanced: uniform 0 to 512 (2^20) 2681 against 2571, 0 to 8192 (2^16) 2642 against 2639,
+// lognormal (2^20) 1644 against 2122. The factor between 2 and those hundreds is not measured: 4
+// keeps lanes for every uniform mix.
+constexpr std::uint64_t kAutoLanesMaxSpread = 4;
 
 // binned: segments up to kBinShortLength elements go to teams of kBinShortTeam (at most 4 loads
 // a lane: one round; a sector per instruction), up to kBinMediumLength to teams of a warp (at
@@ -149,6 +158,28 @@ constexpr std::uint64_t kBinLongLength = 32768;
 constexpr std::uint64_t kBinPartLength = 16384;
 // binned: segments each team takes per round (the first loads of both issued together).
 constexpr unsigned kBinnedSegs = 2;
+
+// balanced: the elements each work-item of xr_seg_balanced adds per tile: 128 bytes, at most 32
+// (a work-item's end marks lie in one 32-bit word), as CUDA's kBalancedThreadBytes and
+// kBalancedMaxItems; halved while the tile, its marks, the segment of each mark and the scan
+// would not fit the device's local memory (less the kernel's own kBalancedStaticLocal bytes).
+constexpr unsigned kBalancedItemBytes = 128;
+constexpr unsigned kBalancedMaxItems = 32;
+constexpr std::uint64_t kBalancedStaticLocal = 64;
+// ... in work-groups of 128 work-items (RunOptions::block_size 0): a tile of 4096 f32 then takes
+// 35 KiB of local memory, within the 48 KiB NVIDIA's OpenCL gives a work-group, where CUDA's
+// 256 threads of 32 elements take 66 KiB of shared memory. NVIDIA's OpenCL on the H100, 2^20
+// lognormal segments f32: 2122-2151 GB/s at 128, 2196 at 64, 1319 at 256 (K halved to 16).
+constexpr std::size_t kBalancedWorkGroup = 128;
+// ... and persistent work-groups, kBalancedItemsPerComputeUnit work-items of them per compute
+// unit (RunOptions::grid_size overrides), each a run of consecutive tiles holding the loads of
+// its next tile in registers. Chosen from CUDA's balanced on an H100 (2^20 lognormal segments,
+// mean 64, f32): 2348-2399 GB/s at 2 blocks of 256 threads an SM, 2077-2082 at 3; 4 groups of
+// 128 have the same 64 KiB of loads in flight per SM, and their 140 KiB of local memory fit
+// one. OpenCL has no occupancy query: more groups than fit at once would start a second wave
+// of whole runs. NVIDIA's OpenCL on the H100, same input, 128 work-items: 2122-2151 GB/s at 528
+// groups (4 an SM), 1459 at 264, 1776 at 792, 2040 at 1056.
+constexpr std::uint64_t kBalancedItemsPerComputeUnit = 512;
 
 // columns: each work-item of a row band reads at least this many rows (kSegUnroll at a time), so
 // that a band's local tree and partials stay a small share of its loads, and more bands than that

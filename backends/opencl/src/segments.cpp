@@ -39,7 +39,7 @@ std::uint64_t max_groups(std::size_t local) { return std::max<std::uint64_t>(1, 
 
 // ---- the strategies ------------------------------------------------------------------------
 
-enum class Strategy { Auto, Lanes, Workgroup, Multigroup, Binned, Columns, Serial };
+enum class Strategy { Auto, Lanes, Workgroup, Multigroup, Binned, Balanced, Columns, Serial };
 
 struct StrategyRow {
   Strategy strategy;
@@ -55,8 +55,8 @@ const std::vector<StrategyRow>& strategy_rows() {
        "auto",
        {K::Rows, K::Columns, K::Offsets},
        "GPUs: rows: lanes up to 256 loads a row, then workgroup, multigroup when fewer rows than fill the device; "
-       "offsets: lanes, binned when the longest segment would hold its team too long; columns: columns. "
-       "CPU devices: serial"},
+       "offsets: lanes while the longest segment is at most 4 times the mean and would not hold its team too long, "
+       "else balanced; columns: columns. CPU devices: serial"},
       {Strategy::Lanes,
        "lanes",
        {K::Rows, K::Offsets},
@@ -79,6 +79,14 @@ const std::vector<StrategyRow>& strategy_rows() {
        "a planning kernel sorts segments by length into lists for teams of 8, of 32, of a work-group, and parts "
        "of several work-groups, reduced by one launch (parts: two more): any mix of lengths; two launches at least, "
        "and the lists written and read"},
+      {Strategy::Balanced,
+       "balanced",
+       {K::Offsets},
+       "equal tiles of the segments' elements per work-group whatever their lengths (persistent work-groups, runs of "
+       "consecutive tiles, the next tile's loads in flight), staged in local memory, each work-item's run cut at "
+       "marked ends, a work-group segmented scan and a fix-up kernel for parts across work-groups: any mix of "
+       "lengths at one rate; a search of the offsets per work-group, about 35 KiB of local memory per work-group, "
+       "a dozen barriers per tile and 2 launches"},
       {Strategy::Columns,
        "columns",
        {K::Columns},
@@ -116,6 +124,7 @@ struct Build {
   bool fit = false;
   unsigned row_len = 0;
   unsigned narrow = 0;
+  unsigned balanced = 0;  // XR_BAL_K; 0: no balanced kernels
 };
 
 std::string build_options(DType in, DType acc, Op op, const Build& b) {
@@ -125,7 +134,8 @@ std::string build_options(DType in, DType acc, Op op, const Build& b) {
          " -DXR_UNROLL=" + std::to_string(b.unroll) + " -DXR_FIT=" + (b.fit ? "1" : "0") +
          " -DXR_RUN_W=" + std::to_string(policy::kRunsVectorWidth) +
          " -DXR_RUN_ACCS=" + std::to_string(policy::kRunsAccumulators) + " -DXR_ROW_LEN=" + std::to_string(b.row_len) +
-         " -DXR_NARROW=" + std::to_string(b.narrow) + " -DXR_COLUMN_ROWS=" + std::to_string(policy::kCpuColumnRows);
+         " -DXR_NARROW=" + std::to_string(b.narrow) + " -DXR_COLUMN_ROWS=" + std::to_string(policy::kCpuColumnRows) +
+         (b.balanced ? " -DXR_BAL_K=" + std::to_string(b.balanced) : "");
 }
 
 std::string exact_options(DType type) {
@@ -699,6 +709,93 @@ Plan plan_columns(const Setting& s, std::size_t L) {
   return p;
 }
 
+// ---- balanced ------------------------------------------------------------------------------
+
+// Segments balanced can number: xr_seg_balanced keeps a segment's place in its tile in 32 bits.
+constexpr std::uint64_t kBalancedMostSegments = (std::uint64_t{1} << 32) - 1;
+
+// Local memory of xr_seg_balanced at L work-items of K elements of `elem` bytes: the end marks, the
+// segment of each, the padded elements (kernels_cl/segments.cl: bal_slot) and the scan's two
+// halves of values and flags.
+std::uint64_t balanced_local_bytes(std::uint64_t L, unsigned K, std::size_t elem, std::size_t compute) {
+  const std::uint64_t tile = L * K;
+  return ceil_div(tile, 32) * 4 + tile * 4 + (tile + tile / (128 / elem) + 1) * elem + 2 * L * (compute + 4);
+}
+
+Plan plan_balanced(const Setting& s, std::size_t L_default) {
+  const SegmentCall& c = s.call;
+  const SegmentLayout& lay = c.layout;
+  if (lay.count > kBalancedMostSegments)
+    throw InvalidArgument("opencl: segment kernel balanced reduces at most " + std::to_string(kBalancedMostSegments) +
+                          " segments, not " + std::to_string(lay.count));
+  const std::size_t L = c.options.block_size ? L_default : std::min(L_default, policy::kBalancedWorkGroup);
+  const std::size_t elem = size_of(c.type);
+  unsigned K = std::min<unsigned>(policy::kBalancedMaxItems, static_cast<unsigned>(policy::kBalancedItemBytes / elem));
+  const std::uint64_t room =
+      s.caps.local_mem > policy::kBalancedStaticLocal ? s.caps.local_mem - policy::kBalancedStaticLocal : 0;
+  while (K > 1 && balanced_local_bytes(L, K, elem, s.compute_bytes) > room) K /= 2;
+  const std::uint64_t tile = std::uint64_t{L} * K;
+  const auto elements = static_cast<std::uint64_t>(lay.offsets[lay.count] - lay.offsets[0]);
+  // One tile more than whole tiles: the end of the input lies in one.
+  const std::uint64_t tiles = elements / tile + 1;
+  if (tiles > std::numeric_limits<std::uint32_t>::max())
+    throw InvalidArgument("opencl: segment kernel balanced: " + std::to_string(elements) + " elements is too many");
+  const std::uint64_t per_cu = std::max<std::uint64_t>(1, policy::kBalancedItemsPerComputeUnit / L);
+  const std::uint64_t wanted = c.options.grid_size ? c.options.grid_size : s.caps.compute_units * per_cu;
+  const std::uint64_t groups = std::clamp<std::uint64_t>(wanted, 1, std::min(tiles, max_groups(L)));
+
+  Build b;
+  b.mode = Mode::Offsets;
+  b.pack = pack_elements(c.type);
+  b.balanced = K;
+  Step st;
+  st.name = "xr_seg_balanced";
+  st.kernel = &segment_kernel(s, c.type, b, st.name);
+  st.limit = group_limit(*st.kernel, s.caps, ceil_div(balanced_local_bytes(L, K, elem, s.compute_bytes), L));
+  st.local = L;
+  st.global = static_cast<std::size_t>(groups) * L;
+  cl_mem carry = nullptr, carry_key = nullptr;
+  if (groups > 1) {
+    carry = s.buffers.get(s.q.context, SegmentBuffers::Carry, groups * s.acc_bytes);
+    carry_key = s.buffers.get(s.q.context, SegmentBuffers::CarrySeg, 2 * groups * sizeof(cl_ulong));
+  }
+  const std::size_t vals = static_cast<std::size_t>(tile + tile / (128 / elem) + 1) * elem;
+  st.args = {value_arg(c.data),
+             value_arg(cl_ulong{c.offset}),
+             value_arg(cl_ulong{c.n}),
+             value_arg(c.offsets),
+             value_arg(cl_ulong{lay.count}),
+             value_arg(cl_ulong{tiles}),
+             value_arg(c.out),
+             value_arg(carry),
+             value_arg(carry_key),
+             local_arg(static_cast<std::size_t>(ceil_div(tile, 32)) * sizeof(cl_uint)),
+             local_arg(static_cast<std::size_t>(tile) * sizeof(cl_uint)),
+             local_arg(vals),
+             local_arg(2 * L * s.compute_bytes),
+             local_arg(2 * L * sizeof(cl_uint))};
+  Plan p;
+  p.steps.push_back(std::move(st));
+  // A work-item's chain, the scan, the parts carried from tile to tile, the fix-up's chains and tree.
+  const std::uint64_t spanned = ceil_div(s.max_len, tile) + 1;
+  p.depth = K + ceil_log2(L) + 2 + spanned;
+  p.finish = "runs of tiles of " + std::to_string(tile) + " elements, a work-group segmented scan";
+  if (groups > 1) {
+    Step fix;
+    fix.name = "xr_seg_balanced_fixup";
+    fix.kernel = &segment_kernel(s, c.type, b, fix.name);
+    fix.limit = group_limit(*fix.kernel, s.caps, s.compute_bytes);
+    fix.local = L;
+    fix.global = static_cast<std::size_t>(groups) * L;
+    fix.args = {value_arg(carry), value_arg(carry_key), value_arg(cl_ulong{groups}), value_arg(c.out),
+                local_arg(L * s.compute_bytes)};
+    p.steps.push_back(std::move(fix));
+    p.depth += ceil_div(std::min(spanned, groups), L) + ceil_log2(L) + 1;
+    p.finish += ", parts across " + std::to_string(groups) + " work-groups combined by a fix-up kernel";
+  }
+  return p;
+}
+
 // ---- serial (CPU devices) ------------------------------------------------------------------
 
 // Roundings of run_range over `len` elements: the vector accumulators' chains and combination,
@@ -851,10 +948,13 @@ Strategy auto_strategy(const Setting& s, std::size_t L) {
       return lay.count >= target_groups(s.caps, L) ? Strategy::Workgroup : Strategy::Multigroup;
     }
     case SegmentKind::Offsets: {
+      // Lanes while the lengths are about even and no segment holds its team too long; else
+      // balanced, whatever the mix.
       const TeamShape shape = team_shape(s.mean_len, size_of(s.call.type), L, policy::kLanesMaxTeam, false, false);
       const std::uint64_t rounds = ceil_div(s.max_len, std::uint64_t{shape.team} * policy::kSegUnroll);
-      const bool sortable = lay.count <= kMostPlannedSegments;
-      return rounds <= policy::kAutoLanesMaxRounds || !sortable ? Strategy::Lanes : Strategy::Binned;
+      const bool even = static_cast<double>(s.max_len) <= static_cast<double>(policy::kAutoLanesMaxSpread) * s.mean_len;
+      const bool balanceable = lay.count <= kBalancedMostSegments;
+      return (even && rounds <= policy::kAutoLanesMaxRounds) || !balanceable ? Strategy::Lanes : Strategy::Balanced;
     }
   }
   return Strategy::Serial;
@@ -877,6 +977,8 @@ Plan plan_strategy(const Setting& s, Strategy st, std::size_t L) {
       return offsets ? plan_offset_parts(s, L) : plan_row_parts(s, L);
     case Strategy::Binned:
       return plan_binned(s, L);
+    case Strategy::Balanced:
+      return plan_balanced(s, L);
     case Strategy::Columns:
       return plan_columns(s, L);
     case Strategy::Serial:
