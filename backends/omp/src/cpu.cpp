@@ -14,6 +14,11 @@ bool portable_only() {
   return yes;
 }
 
+bool avx512_off() {
+  static const bool yes = std::getenv("XREDUCE_OMP_NO_AVX512") != nullptr;
+  return yes;
+}
+
 #if XR_OMP_X86
 // CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c"); "avx" there
 // also checks that the OS saves the AVX state.
@@ -37,6 +42,16 @@ bool have_f16c() {
 bool have_avx2() {
 #if XR_OMP_X86
   static const bool yes = have_f16c() && __builtin_cpu_supports("avx2");
+  return yes;
+#else
+  return false;
+#endif
+}
+
+bool have_avx512() {
+#if XR_OMP_X86
+  static const bool yes = have_avx2() && !avx512_off() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   return yes;
 #else
   return false;
