@@ -260,6 +260,19 @@ TEST_CASE("columns: narrow and wide, one element or 16 bytes a lane, row bands, 
       }
     }
   }
+  // Block sizes the caller sets, narrow and wide, up to the largest: u8 sums keep 16 u64 partials
+  // a thread, 128 KiB of dynamic shared memory at 1024 threads.
+  for (const unsigned block : {64u, 1024u})
+    for (const DType t : {DType::U8, DType::F64})
+      for (const Shape& s : {shapes[1], shapes[7]}) {
+        const SegmentLayout l = xr::axis_layout(s.shape, s.axis);
+        const HostBuffer data = xr::generate(t, l.span(), dist_for(Op::Sum), 14);
+        RunOptions o;
+        o.kernel = "columns";
+        o.block_size = block;
+        const std::string what = describe("columns", Op::Sum, t, shape_text(s.shape, s.axis)) + " block " + std::to_string(block);
+        expect_reference(device_axis(data, s.shape, s.axis, Op::Sum, o), data, l, Op::Sum, o, what);
+      }
 }
 
 TEST_CASE("offsets: every strategy, op and type on mixed lengths, synchronous and on a stream") {

@@ -83,6 +83,12 @@ constexpr unsigned kPackedRowsInFlight = 4;
 // Columns: bytes of loads each thread issues before combining (16 elements of f32 per lane, or
 // four 16-byte packs).
 constexpr unsigned kColumnBytesInFlight = 64;
+// Narrow columns (a row of at most 32 packs) in blocks of this many threads, one wave of them,
+// unless the caller sets the block size. H100, (2^24, 4) f32, GB/s over processes of three runs:
+// median 2677 (2499-2725, fifteen) at 512 against 2657 (2474-2704, nineteen) at kSegmentBlock
+// (256) and 2649-2665 at 1024: within the noise of one another, 79-81% of the datasheet; 128
+// bytes in flight a thread instead of kColumnBytesInFlight read the same (2637).
+constexpr unsigned kColumnsNarrowBlock = 512;
 
 // auto on rows: subwarp while a row is at most this many 16-byte packs (128 f32), in groups of
 // one lane per pack up to kGroupTwoPacksFrom packs a row and one lane per two packs from there:

@@ -228,6 +228,7 @@ struct SegmentTask {
   const std::int64_t* host_offsets = nullptr;
   void* out = nullptr;
   unsigned block = policy::kSegmentBlock;
+  bool block_given = false;  // the caller chose `block` (RunOptions::block_size)
   cudaStream_t stream = nullptr;
   const DeviceCaps* caps = nullptr;
   SegmentScratch* scratch = nullptr;
@@ -241,10 +242,11 @@ struct SegmentTask {
                            [static_cast<std::size_t>(acc)];
   }
   SegmentFn fn(SegmentKernel k) const { return entry(k).run; }
-  // Blocks of kernel k the device holds at once (one wave).
-  u64 resident_blocks(SegmentKernel k) const {
+  // Blocks of kernel k (of `threads` threads) the device holds at once (one wave).
+  u64 resident_blocks(SegmentKernel k) const { return resident_blocks(k, block); }
+  u64 resident_blocks(SegmentKernel k, unsigned threads) const {
     const SegmentEntry& e = entry(k);
-    return u64(caps->sm_count) * u64(blocks_per_sm(e.kernel, block, e.smem_per_thread * block, caps->device));
+    return u64(caps->sm_count) * u64(blocks_per_sm(e.kernel, threads, e.smem_per_thread * threads, caps->device));
   }
 };
 
@@ -377,7 +379,8 @@ SegmentPlan plan_segments(Strategy requested, const SegmentTask& t) {
     return p;
   }
   const bool rows = t.kind == SegmentKind::Rows;
-  const unsigned pack = t.pack(), warps = p.block / 32;
+  const unsigned pack = t.pack();
+  unsigned warps = p.block / 32;
   const u64 longest = p.stats.longest;
   const bool known = p.stats.known;
   p.limits = bin_limits(t.type);
@@ -487,10 +490,21 @@ SegmentPlan plan_segments(Strategy requested, const SegmentTask& t) {
       const u64 rows_n = t.length;
       const u64 units = t.stride / w;
       u64& bands = p.bands;
+      // Partials of W accumulators a thread in dynamic shared memory: past the default 48 KiB
+      // (u8 sums, 16 u64 a thread, at 512 threads and more) only once allowed.
+      const auto allow_partials = [&] {
+        const SegmentEntry& e = t.entry(p.kernel);
+        allow_dynamic_smem(e.kernel, e.smem_per_thread * p.block, t.caps->device, "columns");
+      };
       if (units <= 32 && t.count < 32u * w) {
         // Narrow: lanes over whole rows; one block per band of rows, one wave of blocks.
         p.kernel = vec ? SegmentKernel::ColumnsNarrowVec : SegmentKernel::ColumnsNarrow;
-        const u64 resident = t.resident_blocks(p.kernel);
+        if (!t.block_given) {
+          p.block = policy::kColumnsNarrowBlock;
+          warps = p.block / 32;
+        }
+        allow_partials();
+        const u64 resident = t.resident_blocks(p.kernel, p.block);
         const u64 used = 32 / units * units;
         const u64 rows_per_round = std::max<u64>(1, used * warps * in_flight / units);
         bands = std::clamp<u64>(ceil_div(rows_n, rows_per_round), 1, resident);
@@ -500,6 +514,7 @@ SegmentPlan plan_segments(Strategy requested, const SegmentTask& t) {
       } else {
         // Wide: column tiles of 32 lanes, row bands to fill one wave of blocks.
         p.kernel = vec ? SegmentKernel::ColumnsWideVec : SegmentKernel::ColumnsWide;
+        allow_partials();
         const u64 resident = t.resident_blocks(p.kernel);
         p.tiles = ceil_div(t.count, 32u * w);
         if (p.tiles > INT_MAX) throw InvalidArgument("cuda: columns: " + std::to_string(t.count) + " columns is too many");
@@ -863,6 +878,7 @@ Result run_device_call(const DeviceCall& c, const RunOptions& options) {
   t.host_offsets = host_offsets.empty() ? nullptr : host_offsets.data();
   t.out = c.out;
   t.block = block;
+  t.block_given = options.block_size != 0;
   t.stream = c.stream;
   t.caps = &ds.caps();
   t.scratch = &s;
@@ -979,6 +995,7 @@ SegmentOutcome CudaSegments::reduce(const SegmentJob& job) {
   t.stride = l.stride;
   t.host_offsets = l.offsets;
   t.block = checked_block(row, job.options.block_size);
+  t.block_given = job.options.block_size != 0;
   t.stream = s.stream();
   t.caps = &ds_.caps();
   t.scratch = &s;
