@@ -100,6 +100,20 @@ void expect_agrees(const Target& t, const Result& r, cl_mem out, const HostBuffe
   CHECK_MESSAGE(r.backend == "opencl", what);
 }
 
+// A call of `kernel` over f32 sums on cl_mem buffers: n elements in `in`, the values into `out`,
+// an Offsets layout's offsets in `offsets` beside their host copy in layout.offsets.
+od::SegmentCall call_on(cl_mem in, u64 n, const SegmentLayout& layout, cl_mem offsets, cl_mem out,
+                        const std::string& kernel = "auto") {
+  od::SegmentCall call;
+  call.data = in;
+  call.n = n;
+  call.options.kernel = kernel;
+  call.layout = layout;
+  call.offsets = offsets;
+  call.out = out;
+  return call;
+}
+
 std::string name_of(const std::string& strategy, Op op, DType type, const std::string& shape) {
   return strategy + " " + std::string(to_string(op)) + " " + std::string(to_string(type)) + " " + shape;
 }
@@ -114,12 +128,18 @@ void check_axis(const Target& t, const HostBuffer& data, u64 offset, const Matri
   expect_agrees(t, r, out.mem, data, offset, layout, op, o, what);
 }
 
+// The Offsets layout of host offsets.
+SegmentLayout offsets_layout(const std::vector<std::int64_t>& offsets) {
+  SegmentLayout l;
+  l.kind = SegmentKind::Offsets;
+  l.count = offsets.size() - 1;
+  l.offsets = offsets.data();
+  return l;
+}
+
 void check_offsets_call(const Target& t, const HostBuffer& data, u64 offset, const std::vector<std::int64_t>& offsets,
                         Op op, const RunOptions& o, const std::string& what) {
-  SegmentLayout layout;
-  layout.kind = SegmentKind::Offsets;
-  layout.count = offsets.size() - 1;
-  layout.offsets = offsets.data();
+  const SegmentLayout layout = offsets_layout(offsets);
   DeviceBuffer in(t, data.bytes(), data.data());
   DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
   DeviceBuffer out(t, layout.count * size_of(result_dtype(op, data.type(), o.accumulator)));
@@ -518,15 +538,7 @@ TEST_CASE("offsets on the device that the host did not plan from: nothing read o
     DeviceBuffer out(t, planned.size() * sizeof(float));
     for (const auto& s : strategies(t, SegmentKind::Offsets)) {
       CAPTURE(s);
-      od::SegmentCall call;
-      call.data = in.mem;
-      call.n = x.size();
-      call.options.kernel = s;
-      call.layout.kind = SegmentKind::Offsets;
-      call.layout.count = planned.size() - 1;
-      call.layout.offsets = planned.data();
-      call.offsets = offs.mem;
-      call.out = out.mem;
+      const od::SegmentCall call = call_on(in.mem, x.size(), offsets_layout(planned), offs.mem, out.mem, s);
       od::SegmentBuffers buffers;
       CHECK_NOTHROW(od::run_segments(q, call, buffers));
       const HostBuffer v = read_back(t, out.mem, DType::F32, call.layout.count);
@@ -557,13 +569,7 @@ TEST_CASE("auto as on a GPU: the strategy each shape gets, and its values, run o
     DeviceBuffer out(t, n * sizeof(float));
     od::SegmentBuffers buffers;
     auto run = [&](const SegmentLayout& layout, cl_mem offsets, const std::string& want, const std::string& what) {
-      od::SegmentCall call;
-      call.data = in.mem;
-      call.n = n;
-      call.layout = layout;
-      call.offsets = offsets;
-      call.out = out.mem;
-      const od::SegmentRun r = od::run_segments(q, call, buffers);
+      const od::SegmentRun r = od::run_segments(q, call_on(in.mem, n, layout, offsets, out.mem), buffers);
       CHECK_MESSAGE(r.kernel == "auto:" + want, what, ": ", r.kernel, " (", r.finish, ")");
       SegmentedResult got;
       got.kind = layout.kind;
@@ -592,10 +598,7 @@ TEST_CASE("auto as on a GPU: the strategy each shape gets, and its values, run o
       auto offsets = offsets_of(lengths);
       while (static_cast<u64>(offsets.back()) > n) offsets.pop_back();
       DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
-      SegmentLayout layout;
-      layout.kind = SegmentKind::Offsets;
-      layout.count = offsets.size() - 1;
-      layout.offsets = offsets.data();
+      const SegmentLayout layout = offsets_layout(offsets);
       run(layout, offs.mem, want, std::string("offsets for ") + want);
     }
   }
@@ -617,10 +620,7 @@ TEST_CASE("f16 and bf16 in the plans of a GPU: their bits loaded 16 bytes at a t
     REQUIRE(static_cast<u64>(offsets.back()) <= n);
     DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
     DeviceBuffer even_offs(t, even_offsets.size() * sizeof(std::int64_t), even_offsets.data());
-    SegmentLayout segments;
-    segments.kind = SegmentKind::Offsets;
-    segments.count = offsets.size() - 1;
-    segments.offsets = offsets.data();
+    SegmentLayout segments = offsets_layout(offsets);
     SegmentLayout even = segments;
     even.count = even_offsets.size() - 1;
     even.offsets = even_offsets.data();
@@ -807,15 +807,7 @@ TEST_CASE("balanced: the plan of a GPU (132 compute units), run on this device")
     DeviceBuffer in(t, data.bytes(), data.data());
     DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
     DeviceBuffer out(t, (offsets.size() - 1) * sizeof(float));
-    od::SegmentCall call;
-    call.data = in.mem;
-    call.n = n;
-    call.options.kernel = "balanced";
-    call.layout.kind = SegmentKind::Offsets;
-    call.layout.count = offsets.size() - 1;
-    call.layout.offsets = offsets.data();
-    call.offsets = offs.mem;
-    call.out = out.mem;
+    const od::SegmentCall call = call_on(in.mem, n, offsets_layout(offsets), offs.mem, out.mem, "balanced");
     od::SegmentBuffers buffers;
     const od::SegmentRun r = od::run_segments(q, call, buffers);
     CHECK(r.kernel == "balanced");
@@ -836,10 +828,7 @@ TEST_CASE("the Reducer on host data: inputs cut into jobs, and the record") {
     auto& r = *t.reducer;
     const auto offsets = offsets_of(random_lengths(3000, 300, 14));
     const HostBuffer data = generate(DType::F32, static_cast<u64>(offsets.back()), Dist::Uniform, 15);
-    SegmentLayout layout;
-    layout.kind = SegmentKind::Offsets;
-    layout.count = offsets.size() - 1;
-    layout.offsets = offsets.data();
+    const SegmentLayout layout = offsets_layout(offsets);
     const SegmentReference ref = reference_segments(data.view(), layout, Op::Sum);
     RunOptions o;
     o.device_mem_limit = 1 << 20;  // jobs of at most a quarter of it: several
