@@ -145,6 +145,10 @@ int run_segmented(const SegmentedArgs& a) {
   }
 
   const SegmentReference ref = reference_segments(data.view(), layout, a.op, a.options.accumulator);
+  // NumPy has no bf16 (bf16 min and max are bf16): say so before anything runs.
+  if (a.save_result.ends_with(".npy") && result_dtype(a.op, data.type(), a.options.accumulator) == DType::BF16)
+    throw InvalidArgument("--save-result " + a.save_result +
+                          ": bf16 values have no .npy type; a name not ending in .npy writes them as raw bytes");
   std::vector<Run> runs;
   json out = json::array();
   int status = kAgree;

@@ -30,7 +30,7 @@ struct SegmentedArgs {
   std::string seg_len;                // every segment's length
   std::string seg_dist;               // uniform:A:B or lognormal:MEAN[:MAX]
   std::string offsets;                // a file of n_segments + 1 int64 offsets (raw or .npy)
-  std::string save_result;            // the values of the first run, as .npy
+  std::string save_result;            // the values of the first run: .npy by name, else raw bytes
   bool json = false;
 };
 

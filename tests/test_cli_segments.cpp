@@ -115,7 +115,8 @@ TEST_CASE("segmented errors: one line, exit 2") {
        {"--shape 3x", "--shape 3x4x5", "--segments 10", "--segments 10 --seg-len 2 --seg-dist uniform:1:2",
         "--segments 4 --seg-dist gamma:2", "--segments 4 --seg-dist uniform:5:1", "--shape 4x4 --axis 2",
         "--shape 4x4 --stride 3", "--shape 4x4 --segments 3 --seg-len 1", "--shape 4x4 --kernel nope",
-        "--shape 4x4 --order z", "--shape 4x4 --n 5", "--save-result x.npy", "--segments 3 --seg-len 2 --exact --op prod"}) {
+        "--shape 4x4 --order z", "--shape 4x4 --n 5", "--save-result x.npy", "--segments 3 --seg-len 2 --exact --op prod",
+        "--segments 3 --seg-len 2 --type bf16 --op max --save-result v.npy"}) {
     const Run r = cli("--backend omp " + args);
     CHECK_MESSAGE(r.code == 2, args, ": ", r.out);
     CHECK_MESSAGE(one_error_line(r.out), args, ": ", r.out);
