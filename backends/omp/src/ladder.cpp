@@ -118,19 +118,22 @@ template <Op O, class T, class A> RungValue run_clause(const T* x, std::uint64_t
 // against 11.3-11.6. The 16-core Xeon host of the H100 machine, 16 threads, share of
 // stream_read with AVX-512 against without (two processes each): u64 max 0.93-0.94 against
 // 0.80-0.81, f32 minmax 0.94-0.97 against 0.70-0.81, u32 sum 1.10-1.13 against 0.97-0.98, f16
-// max 0.85-0.89 against 0.78-0.81, i8 sum (widen.cpp's AVX2 loop in both) 0.98-1.04.
+// max 0.85-0.89 against 0.78-0.81, i8 sum (widen.cpp's AVX2 loop in both) 0.98-1.04. The
+// AVX-512 copy also takes the min, max and pair ops in packs of a register's width
+// (lanes::Extremes::add_packs).
+constexpr std::uint64_t kAvx512PackBytes = 64;
 template <Op O, class T, class A> auto share_portable(const T* x, std::uint64_t n, std::int64_t first) {
-  return lanes::share_result<O, T, A>(x, n, first);
+  return lanes::share_result<O, T, A, 0>(x, n, first);
 }
 #if XR_OMP_X86
 template <Op O, class T, class A>
 __attribute__((target("avx2,f16c"), flatten)) auto share_avx2(const T* x, std::uint64_t n, std::int64_t first) {
-  return lanes::share_result<O, T, A>(x, n, first);
+  return lanes::share_result<O, T, A, 0>(x, n, first);
 }
 template <Op O, class T, class A>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c"), flatten)) auto share_avx512(const T* x, std::uint64_t n,
                                                                                                  std::int64_t first) {
-  return lanes::share_result<O, T, A>(x, n, first);
+  return lanes::share_result<O, T, A, kAvx512PackBytes>(x, n, first);
 }
 #endif
 template <Op O, class T> constexpr bool kWideIntegerExtremes = std::is_integral_v<T> && sizeof(T) == 8 && O != Op::Sum && O != Op::Prod;
