@@ -85,15 +85,19 @@ template <Op O, class C, u64 K = kLanes<C>> struct Folds {
       return fold_f16(O, lane, x, n);
     } else if constexpr (std::is_same_v<T, bf16>) {
       static_assert(std::is_same_v<C, float> && K % 2 == 0);
-      for (; i + K <= n; i += K)
+      for (; i + K <= n; i += K) {
+        prefetch_ahead<K * sizeof(T)>(x + i);
         for (u64 j = 0; j < K / 2; ++j) {
           const std::uint32_t w = word_at(x + i + 2 * j);
           lane[j] = OpFn<O>::apply(lane[j], bf16_first(w));
           lane[K / 2 + j] = OpFn<O>::apply(lane[K / 2 + j], bf16_second(w));
         }
+      }
     } else {
-      for (; i + K <= n; i += K)
+      for (; i + K <= n; i += K) {
+        prefetch_ahead<K * sizeof(T)>(x + i);
         for (u64 j = 0; j < K; ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<C>(x[i + j]));
+      }
     }
     for (u64 j = 0; i < n; ++i, ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<C>(x[i]));
   }
@@ -211,14 +215,18 @@ template <bool Lo, bool Hi, class C> struct Extremes {
     } else if constexpr (B != 0) {
       i = add_packs<B>(x, n);
     } else if constexpr (std::is_same_v<T, bf16>) {
-      for (; i + 2 * K <= n; i += 2 * K)
+      for (; i + 2 * K <= n; i += 2 * K) {
+        prefetch_ahead<2 * K * sizeof(T)>(x + i);
         for (u64 j = 0; j < K; ++j) {
           const std::uint32_t w = word_at(x + i + 2 * j);
           take(j, bf16_first(w), bf16_second(w));
         }
+      }
     } else {
-      for (; i + 2 * K <= n; i += 2 * K)
+      for (; i + 2 * K <= n; i += 2 * K) {
+        prefetch_ahead<2 * K * sizeof(T)>(x + i);
         for (u64 j = 0; j < K; ++j) take(j, static_cast<C>(x[i + j]), static_cast<C>(x[i + K + j]));
+      }
     }
     for (; i < n; ++i) take(i % K, static_cast<C>(x[i]), static_cast<C>(x[i]));
   }
@@ -255,7 +263,8 @@ template <bool Lo, bool Hi, class C> struct Extremes {
       }
     };
     u64 i = 0;
-    for (; i + 2 * K <= n; i += 2 * K)
+    for (; i + 2 * K <= n; i += 2 * K) {
+      prefetch_ahead<2 * K * sizeof(T)>(x + i);
       for (u64 p = 0; p < P; ++p) {
         if constexpr (std::is_same_v<T, bf16>) {
           Words words;
@@ -268,6 +277,7 @@ template <bool Lo, bool Hi, class C> struct Extremes {
           take_pack(p, v, w);
         }
       }
+    }
     std::memcpy(lo, l, sizeof lo);
     std::memcpy(hi, h, sizeof hi);
     if constexpr (kFloat) {

@@ -99,7 +99,9 @@ template <Op O, class A, std::uint64_t M, class T>
 // width. At most ceil(n / W) + log2(W) roundings (the identity's are exact). The lanes start from
 // the identity; the last block, partial or empty, loads whole with its lanes past n set to the
 // identity when `block_readable` (last_block_readable), through a padded copy otherwise: the same
-// operations in the same order either way, and no branch on how many elements it holds.
+// operations in the same order either way, and no branch on how many elements it holds. Each
+// block asks for the line kLanePrefetchBytes ahead (policy.hpp), which runs on into the segments
+// that follow.
 template <Op O, class T, class A, std::uint64_t W>
 [[gnu::always_inline]] inline Pack<A> fold_pack(const T* x, std::uint64_t n, bool block_readable) {
   constexpr std::uint64_t P = kPackLanes<A>, M = W / P;
@@ -107,8 +109,12 @@ template <Op O, class T, class A, std::uint64_t W>
   Pack<A> lane[M];
   for (auto& a : lane) a = splat<A>(id);
   std::uint64_t i = 0;
-  for (; i + W <= n; i += W) add_block<O, A, M>(lane, x + i);
+  for (; i + W <= n; i += W) {
+    prefetch_ahead<W * sizeof(T)>(x + i);
+    add_block<O, A, M>(lane, x + i);
+  }
   const std::uint64_t rest = n - i;
+  prefetch_ahead<W * sizeof(T)>(x + i);
   if (block_readable) {
     add_partial_block<O, A, M>(lane, x + i, rest);
   } else if (rest != 0) {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "cpu.hpp"
+#include "policy.hpp"
 
 #include "xreduce/semantics.hpp"
 
@@ -45,8 +46,10 @@ template <Op O> XR_F16C_TARGET void fold_f16c(float* lane, const f16* x, std::ui
   __m256 a[4];
   for (int k = 0; k < 4; ++k) a[k] = _mm256_loadu_ps(lane + 8 * k);
   std::uint64_t i = 0;
-  for (; i + 32 <= n; i += 32)
+  for (; i + 32 <= n; i += 32) {
+    prefetch_ahead<32 * sizeof(f16)>(x + i);
     for (int k = 0; k < 4; ++k) a[k] = fold8<O>(a[k], f16x8(x + i + 8 * k));
+  }
   for (int k = 0; k < 4; ++k) _mm256_storeu_ps(lane + 8 * k, a[k]);
   for (std::uint64_t j = 0; i < n; ++i, ++j) lane[j] = OpFn<O>::apply(lane[j], static_cast<float>(x[i]));
 }
@@ -62,13 +65,15 @@ XR_F16C_TARGET void extremes_f16c(bool lo_on, bool hi_on, float* lo, float* hi, 
     f[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(nan) + 8 * k);
   }
   std::uint64_t i = 0;
-  for (; i + 64 <= n; i += 64)
+  for (; i + 64 <= n; i += 64) {
+    prefetch_ahead<64 * sizeof(f16)>(x + i);
     for (int k = 0; k < 4; ++k) {
       const __m256 v = f16x8(x + i + 8 * k), w = f16x8(x + i + 32 + 8 * k);
       if (lo_on) l[k] = _mm256_min_ps(_mm256_min_ps(w, v), l[k]);
       if (hi_on) h[k] = _mm256_max_ps(_mm256_max_ps(w, v), h[k]);
       f[k] = _mm256_or_ps(f[k], _mm256_cmp_ps(v, w, _CMP_UNORD_Q));
     }
+  }
   for (int k = 0; k < 4; ++k) {
     _mm256_storeu_ps(lo + 8 * k, l[k]);
     _mm256_storeu_ps(hi + 8 * k, h[k]);
