@@ -194,15 +194,19 @@ template <bool Lo, bool Hi, class C> struct Extremes {
     for (auto& a : hi) a = identity<C>(Op::Max);
     for (auto& a : nan) a = 0;
   }
-  XR_OMP_LANES void take(u64 j, C v, C w) {
+  // The selects of a step, on one lane (V = C) or on a pack of lanes.
+  template <class V> XR_OMP_LANES static void select_into(V& low, V& high, V v, V w) {
     if constexpr (Lo) {
-      const C m = w < v ? w : v;
-      lo[j] = m < lo[j] ? m : lo[j];
+      const V m = w < v ? w : v;
+      low = m < low ? m : low;
     }
     if constexpr (Hi) {
-      const C m = v < w ? w : v;
-      hi[j] = hi[j] < m ? m : hi[j];
+      const V m = v < w ? w : v;
+      high = high < m ? m : high;
     }
+  }
+  XR_OMP_LANES void take(u64 j, C v, C w) {
+    select_into(lo[j], hi[j], v, w);
     if constexpr (kFloat) nan[j] |= -static_cast<Flag>(__builtin_isunordered(v, w));
   }
   // The next n elements, any number of them (bf16: the two elements of a word together), in
@@ -249,14 +253,7 @@ template <bool Lo, bool Hi, class C> struct Extremes {
     std::memcpy(l, lo, sizeof lo);
     std::memcpy(h, hi, sizeof hi);
     const auto take_pack = [&](u64 p, Pack v, Pack w) {
-      if constexpr (Lo) {
-        const Pack m = w < v ? w : v;
-        l[p] = m < l[p] ? m : l[p];
-      }
-      if constexpr (Hi) {
-        const Pack m = v < w ? w : v;
-        h[p] = h[p] < m ? m : h[p];
-      }
+      select_into(l[p], h[p], v, w);
       if constexpr (kFloat) {
         g[p] = v == v ? g[p] : v;
         g[p] = w == w ? g[p] : w;
