@@ -87,7 +87,9 @@ constexpr unsigned kColumnBytesInFlight = 64;
 // unless the caller sets the block size. H100, (2^24, 4) f32, GB/s over processes of three runs:
 // median 2677 (2499-2725, fifteen) at 512 against 2657 (2474-2704, nineteen) at kSegmentBlock
 // (256) and 2649-2665 at 1024: within the noise of one another, 79-81% of the datasheet; 128
-// bytes in flight a thread instead of kColumnBytesInFlight read the same (2637).
+// bytes in flight a thread instead of kColumnBytesInFlight read the same (2637). Bands of whole
+// rounds (only the last band ends in part of one): median 2700 against 2683 (ten processes each,
+// interleaved, 8 of 10 pairs ahead).
 constexpr unsigned kColumnsNarrowBlock = 512;
 
 // auto on rows: subwarp while a row is at most this many 16-byte packs (128 f32), in groups of

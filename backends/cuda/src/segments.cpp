@@ -490,13 +490,15 @@ SegmentPlan plan_segments(Strategy requested, const SegmentTask& t) {
       const u64 rows_n = t.length;
       const u64 units = t.stride / w;
       u64& bands = p.bands;
+      u64 band_multiple = 1;  // narrow: bands of whole rounds, so only the last band ends in part of one
       // Partials of W accumulators a thread in dynamic shared memory: past the default 48 KiB
       // (u8 sums, 16 u64 a thread, at 512 threads and more) only once allowed.
       const auto allow_partials = [&] {
         const SegmentEntry& e = t.entry(p.kernel);
         allow_dynamic_smem(e.kernel, e.smem_per_thread * p.block, t.caps->device, "columns");
       };
-      if (units <= 32 && t.count < 32u * w) {
+      const bool narrow = units <= 32 && t.count < 32u * w;
+      if (narrow) {
         // Narrow: lanes over whole rows; one block per band of rows, one wave of blocks.
         p.kernel = vec ? SegmentKernel::ColumnsNarrowVec : SegmentKernel::ColumnsNarrow;
         if (!t.block_given) {
@@ -508,9 +510,9 @@ SegmentPlan plan_segments(Strategy requested, const SegmentTask& t) {
         const u64 used = 32 / units * units;
         const u64 rows_per_round = std::max<u64>(1, used * warps * in_flight / units);
         bands = std::clamp<u64>(ceil_div(rows_n, rows_per_round), 1, resident);
+        band_multiple = rows_per_round;
         p.tiles = 1;
         p.finish = "lanes over whole rows, ";
-        if (known) p.depth = ceil_div(ceil_div(rows_n, bands) * units, used * warps) + 5 + 32 / units + warps;
       } else {
         // Wide: column tiles of 32 lanes, row bands to fill one wave of blocks.
         p.kernel = vec ? SegmentKernel::ColumnsWideVec : SegmentKernel::ColumnsWide;
@@ -523,8 +525,12 @@ SegmentPlan plan_segments(Strategy requested, const SegmentTask& t) {
         p.finish = "lanes across columns, ";
         if (known) p.depth = ceil_div(ceil_div(rows_n, bands), warps) + warps;
       }
-      p.band_rows = rows_n ? ceil_div(rows_n, bands) : 0;
+      p.band_rows = rows_n ? ceil_div(ceil_div(rows_n, bands), band_multiple) * band_multiple : 0;
       bands = rows_n ? ceil_div(rows_n, p.band_rows) : 1;
+      if (known && narrow) {
+        const u64 used = 32 / units * units;
+        p.depth = ceil_div(p.band_rows * units, used * warps) + 5 + 32 / units + warps;
+      }
       p.grid = p.tiles * bands;
       p.finish += bands > 1 ? std::to_string(bands) + " row bands finished by the last block of each column tile"
                             : "one block per column tile";
