@@ -498,6 +498,7 @@ SegmentPlan plan_segments(Strategy requested, const SegmentTask& t) {
         allow_dynamic_smem(e.kernel, e.smem_per_thread * p.block, t.caps->device, "columns");
       };
       const bool narrow = units <= 32 && t.count < 32u * w;
+      const u64 used = 32 / units * units;  // narrow: lanes of a warp that hold a column set
       if (narrow) {
         // Narrow: lanes over whole rows; one block per band of rows, one wave of blocks.
         p.kernel = vec ? SegmentKernel::ColumnsNarrowVec : SegmentKernel::ColumnsNarrow;
@@ -507,7 +508,6 @@ SegmentPlan plan_segments(Strategy requested, const SegmentTask& t) {
         }
         allow_partials();
         const u64 resident = t.resident_blocks(p.kernel, p.block);
-        const u64 used = 32 / units * units;
         const u64 rows_per_round = std::max<u64>(1, used * warps * in_flight / units);
         bands = std::clamp<u64>(ceil_div(rows_n, rows_per_round), 1, resident);
         band_multiple = rows_per_round;
@@ -527,10 +527,7 @@ SegmentPlan plan_segments(Strategy requested, const SegmentTask& t) {
       }
       p.band_rows = rows_n ? ceil_div(ceil_div(rows_n, bands), band_multiple) * band_multiple : 0;
       bands = rows_n ? ceil_div(rows_n, p.band_rows) : 1;
-      if (known && narrow) {
-        const u64 used = 32 / units * units;
-        p.depth = ceil_div(p.band_rows * units, used * warps) + 5 + 32 / units + warps;
-      }
+      if (known && narrow) p.depth = ceil_div(p.band_rows * units, used * warps) + 5 + 32 / units + warps;
       p.grid = p.tiles * bands;
       p.finish += bands > 1 ? std::to_string(bands) + " row bands finished by the last block of each column tile"
                             : "one block per column tile";

@@ -30,6 +30,7 @@
 // Rounding to nearest and no flush-to-zero are required: a thread that finds another floating-
 // point environment uses ExactSum::add for everything.
 #include "exact.hpp"
+#include "policy.hpp"
 
 #include <omp.h>
 
@@ -134,8 +135,7 @@ template <class T, int Lanes, class Add> Pass portable_pass(const T* x, u32 eb, 
     u32 miss = 0;
     for (u64 i = 0; i < kBlock; i += Lanes) {
       static_assert(Lanes * sizeof(T) == 128, "two cache lines a step");
-      __builtin_prefetch(xb + i + kPrefetchBytes / sizeof(T));
-      __builtin_prefetch(xb + i + (kPrefetchBytes + 64) / sizeof(T));
+      prefetch_ahead<128, kPrefetchBytes>(xb + i);
       for (int j = 0; j < Lanes; ++j) {
         typename L::Bits b;
         std::memcpy(&b, xb + i + j, sizeof b);
@@ -187,8 +187,7 @@ __attribute__((target("avx2"))) Pass pass_avx2(const float* x, u32 eb, double* l
     const float* xb = x + blk * kBlock;
     __m256i miss = _mm256_setzero_si256();
     for (u64 i = 0; i < kBlock; i += 32) {
-      _mm_prefetch(reinterpret_cast<const char*>(xb + i + kPrefetchBytes / 4), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(xb + i + kPrefetchBytes / 4 + 16), _MM_HINT_T0);
+      prefetch_ahead<128, kPrefetchBytes>(xb + i);
       for (int k = 0; k < 4; ++k) {
         const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + i + 8 * k));
         const __m256i a = _mm256_and_si256(b, abs_mask);
@@ -226,8 +225,7 @@ __attribute__((target("avx2"))) Pass pass_avx2(const double* x, u32 eb, double* 
     const double* xb = x + blk * kBlock;
     __m256i miss = _mm256_setzero_si256();
     for (u64 i = 0; i < kBlock; i += 16) {
-      _mm_prefetch(reinterpret_cast<const char*>(xb + i + kPrefetchBytes / 8), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(xb + i + kPrefetchBytes / 8 + 8), _MM_HINT_T0);
+      prefetch_ahead<128, kPrefetchBytes>(xb + i);
       for (int k = 0; k < 4; ++k) {
         const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + i + 4 * k));
         const __m256i a = _mm256_and_si256(b, abs_mask);
