@@ -284,18 +284,13 @@ void fold_rows(const T* x, std::uint64_t stride, std::uint64_t r0, std::uint64_t
     A lane[K];
     for (auto& a : lane) a = start_of<O, A>();
     const auto step = [&](const T* g, auto n) {
+      prefetch_ahead<K * sizeof(T)>(g);
       for (std::uint64_t f = 0; f < n; ++f) lane[f] = OpFn<O>::apply(lane[f], static_cast<A>(g[f]));
     };
     if (width == K)
-      for (; r + group <= r1; r += group) {
-        prefetch_ahead<K * sizeof(T)>(x + r * w);
-        step(x + r * w, std::integral_constant<std::uint64_t, K>{});
-      }
+      for (; r + group <= r1; r += group) step(x + r * w, std::integral_constant<std::uint64_t, K>{});
     else
-      for (; r + group <= r1; r += group) {
-        prefetch_ahead<K * sizeof(T)>(x + r * w);
-        step(x + r * w, width);
-      }
+      for (; r + group <= r1; r += group) step(x + r * w, width);
     for (std::uint64_t f = 0; f < width; ++f) acc[f % w] = OpFn<O>::apply(acc[f % w], lane[f]);
   }
   for (; r + R <= r1; r += R) {
