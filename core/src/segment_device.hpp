@@ -1,7 +1,9 @@
 // What a backend supplies for segmented reductions (xreduce/segments.hpp). Core validates the
 // arguments, cuts inputs larger than a job into jobs of whole segments (splitting a segment larger
-// than one and combining its parts), handles exact sums through piece states, and fills the record;
-// a backend reduces one job of host data, or gives the exact states of pieces. Backends include
+// than one and combining its parts), handles exact sums through piece states, and fills the record,
+// for host input (Reducer::reduce_axis, reduce_segments) and for input already in the backend's
+// device memory (the CUDA pointer and cl_mem APIs) alike. A backend reduces one job, gives the
+// exact states of pieces, and copies between its device memory and the host. Backends include
 // this header; applications never see it.
 #pragma once
 
@@ -11,6 +13,7 @@
 #include <span>
 #include <type_traits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "xreduce/exact.hpp"
@@ -20,16 +23,39 @@
 
 namespace xr::detail {
 
-// One job: every segment of `layout` over `data`, into `out`.
+// Memory a segmented reduction reads or writes: host memory, or the backend's device memory (a
+// CUDA device pointer; an OpenCL cl_mem), `offset` bytes from `handle`.
+struct Memory {
+  const void* handle = nullptr;
+  std::uint64_t offset = 0;
+  bool on_device = false;
+  static Memory host(const void* p) { return {p, 0, false}; }
+  static Memory device(const void* handle, std::uint64_t offset = 0) { return {handle, offset, true}; }
+  // Host memory only: the address.
+  const void* address() const { return static_cast<const unsigned char*>(handle) + offset; }
+  void* mutable_address() const { return const_cast<void*>(address()); }
+  // The memory `bytes` further on.
+  Memory at(std::uint64_t bytes) const { return {handle, offset + bytes, on_device}; }
+};
+
+// One job: every segment of `layout` over `data`, into `out`. Host jobs (data in host memory) come
+// from Reducer's host path; device jobs from the device-memory APIs, where data, offsets and out
+// all lie in the backend's device memory.
 struct SegmentJob {
   Op op = Op::Sum;
   DType type = DType::F32;
   DType result_type = DType::F32;  // result_dtype(op, type, options.accumulator)
-  RunOptions options;              // options.kernel: a checked name of segment_kernels()
-  SegmentLayout layout;            // Offsets: in host memory, relative to data
-  const void* data = nullptr;      // host memory, n elements
-  std::uint64_t n = 0;             // >= layout.span()
-  void* out = nullptr;             // host memory: layout.count values of result_type
+  RunOptions options;              // options.kernel: a checked name of kernels()
+  SegmentLayout layout;            // Offsets: layout.offsets in host memory, relative to data; nullptr
+                                   // where the host has not read them (an unsynchronised device job)
+  Memory data;                     // n elements
+  std::uint64_t n = 0;             // >= layout.span() (unsynchronised Offsets jobs: offsets are clamped to n)
+  Memory offsets;                  // Offsets layouts of device jobs: count + 1 int64 values on the device
+  Memory out;                      // layout.count values of result_type
+  // true: warmup + repeat passes, timed, and the values in `out` when reduce() returns.
+  // false (device jobs only): one pass enqueued in order on the device's stream or queue, untimed;
+  // reduce() returns at once.
+  bool synchronous = true;
 };
 
 struct SegmentOutcome {
@@ -94,7 +120,7 @@ template <class T> void exact_piece_state(const T* data, const ExactPiece& piece
 }
 
 // Adds a piece's state to a segment's sum.
-XR_API void merge_piece(ExactSum& sum, const std::int64_t* words, DType type);
+void merge_piece(ExactSum& sum, const std::int64_t* words, DType type);
 
 class SegmentDevice {
  public:
@@ -102,15 +128,49 @@ class SegmentDevice {
   // The strategies, auto first, then each strategy, then baselines (cub), with the layouts each
   // reduces and the (op, type) pairs it supports.
   virtual std::vector<KernelInfo> kernels() const = 0;
-  // The largest job in input bytes (0: no limit): core cuts larger inputs.
+  // The largest host job in input bytes (0: no limit): core cuts larger host inputs.
   virtual std::uint64_t max_job_bytes(const RunOptions& options) const = 0;
   // Reduces every segment of the job (not called for exact sums).
   virtual SegmentOutcome reduce(const SegmentJob& job) = 0;
-  // Exact states of pieces of `data` (n elements of f32 or f64, host memory): piece p's
-  // exact_piece_words(type) words at words + p * exact_piece_words(type).
-  virtual SegmentOutcome exact_pieces(const void* data, std::uint64_t n, DType type,
-                                      std::span<const ExactPiece> pieces, std::int64_t* words,
-                                      const RunOptions& options) = 0;
+  // Exact states of pieces of `data` (n elements of `type`, a float type; host or device memory as
+  // for jobs): piece p's exact_piece_words(compute_dtype(type)) words at words + p * that (host
+  // memory). f16 and bf16 pieces have the states of their values widened to f32.
+  virtual SegmentOutcome exact_pieces(Memory data, std::uint64_t n, DType type, std::span<const ExactPiece> pieces,
+                                      std::int64_t* words, const RunOptions& options) = 0;
+  // Copies between the device's memory and the host, in order with the work enqueued before, and
+  // waits for them; the copy's time in ms. A host-memory device (OpenMP) copies with memcpy.
+  virtual double read(Memory from, void* to, std::uint64_t bytes) = 0;
+  virtual double write(const void* from, Memory to, std::uint64_t bytes) = 0;
 };
+
+// Checks a segmented call before anything runs: options, the strategy (a known name that supports
+// op and type and reduces the layout's kind). The strategy's KernelInfo.
+KernelInfo check_segment_call(SegmentDevice& device, std::string_view backend, const SegmentLayout& layout, Op op,
+                              DType type, const RunOptions& options);
+
+// A host input's segmented reduction, in jobs of at most max_job_bytes (Reducer::reduce_axis and
+// reduce_segments).
+SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
+                             ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options);
+
+// A segmented reduction of input in the device's memory into its memory: the device-memory APIs'
+// one path. `layout` of kind Offsets has count set and offsets null: the offsets are the count + 1
+// int64 values at `offsets` on the device. Synchronous calls read the offsets back and check them
+// before anything runs, run warmup + repeat timed passes and return the record (Result::value
+// unused); exact sums merge and round the piece states on the host and write the values to `out`.
+// Asynchronous calls (synchronous = false) enqueue one pass and return an empty record at once;
+// exact sums throw InvalidArgument.
+struct DeviceSegmentCall {
+  Memory data;
+  std::uint64_t n = 0;
+  DType type = DType::F32;
+  SegmentLayout layout;
+  Memory offsets;
+  Memory out;
+  Op op = Op::Sum;
+  bool synchronous = true;
+};
+Result run_device_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
+                           const DeviceSegmentCall& call, const RunOptions& options);
 
 }  // namespace xr::detail

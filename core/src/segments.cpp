@@ -136,31 +136,35 @@ Range segment_range(const SegmentLayout& l, std::uint64_t i) {
   return {static_cast<std::uint64_t>(l.offsets[i]), static_cast<std::uint64_t>(l.offsets[i + 1])};
 }
 
-// Elements [first, first + count) of the input: in place when it lies in memory, else read.
+// Elements [first, first + count) of the input: in place when it lies in host memory or on the
+// device, else read from the source into a host buffer.
 class Window {
  public:
-  Window(ChunkSource& source, DType type) : source_(source), type_(type) {}
-  const void* get(std::uint64_t first, std::uint64_t count) {
-    if (const void* m = source_.memory()) return static_cast<const unsigned char*>(m) + first * size_of(type_);
+  Window(ChunkSource& source, DType type) : source_(&source), type_(type) {}
+  Window(Memory device_data, DType type) : device_(device_data), type_(type) {}
+  Memory get(std::uint64_t first, std::uint64_t count) {
+    if (!source_) return device_.at(first * size_of(type_));
+    if (const void* m = source_->memory()) return Memory::host(static_cast<const unsigned char*>(m) + first * size_of(type_));
     if (buffer_.size() < count) buffer_ = HostBuffer(type_, count);
-    if (count) source_.read(first, count, buffer_.data());
-    return buffer_.data();
+    if (count) source_->read(first, count, buffer_.data());
+    return Memory::host(buffer_.data());
   }
-  // Rows [row, row + rows) of width `cols` from `col` of a strided array, packed densely.
-  const void* tile(std::uint64_t row, std::uint64_t rows, std::uint64_t col, std::uint64_t cols, std::uint64_t stride) {
+  // Rows [row, row + rows) of width `cols` from `col` of a strided host array, packed densely.
+  Memory tile(std::uint64_t row, std::uint64_t rows, std::uint64_t col, std::uint64_t cols, std::uint64_t stride) {
     if (buffer_.size() < rows * cols) buffer_ = HostBuffer(type_, rows * cols);
     const std::size_t e = size_of(type_);
     auto* dst = static_cast<unsigned char*>(buffer_.data());
     for (std::uint64_t r = 0; r < rows; ++r) {
       const std::uint64_t first = (row + r) * stride + col;
-      if (const void* m = source_.memory()) std::memcpy(dst + r * cols * e, static_cast<const unsigned char*>(m) + first * e, cols * e);
-      else source_.read(first, cols, dst + r * cols * e);
+      if (const void* m = source_->memory()) std::memcpy(dst + r * cols * e, static_cast<const unsigned char*>(m) + first * e, cols * e);
+      else source_->read(first, cols, dst + r * cols * e);
     }
-    return buffer_.data();
+    return Memory::host(buffer_.data());
   }
 
  private:
-  ChunkSource& source_;
+  ChunkSource* source_ = nullptr;
+  Memory device_;
   DType type_;
   HostBuffer buffer_;
 };
@@ -183,9 +187,11 @@ struct Tally {
   }
 };
 
+// One call: its input (a host source, or device memory), its checked arguments, and the values
+// it fills in host memory (host calls; device calls' exact sums, written to the device after).
 struct Call {
   SegmentDevice& device;
-  ChunkSource& source;
+  Window window;
   Op op;
   DType type, result_type;
   RunOptions options;
@@ -194,7 +200,7 @@ struct Call {
   Tally tally;
   unsigned char* out;
 
-  SegmentOutcome job(const void* data, std::uint64_t n, const SegmentLayout& l, void* dst) {
+  SegmentOutcome job(Memory data, std::uint64_t n, const SegmentLayout& l, void* dst) {
     SegmentJob j;
     j.op = op;
     j.type = type;
@@ -203,7 +209,7 @@ struct Call {
     j.layout = l;
     j.data = data;
     j.n = n;
-    j.out = dst;
+    j.out = Memory::host(dst);
     return device.reduce(j);
   }
   unsigned char* value_at(std::uint64_t i) const { return out + i * size_of(result_type); }
@@ -223,7 +229,7 @@ struct Call {
 // Rows and Offsets: runs of whole segments up to the budget; a segment longer than the budget
 // goes in parts whose values combine in order.
 void run_runs(Call& c) {
-  Window window(c.source, c.type);
+  Window& window = c.window;
   const SegmentLayout& l = c.layout;
   const std::size_t rsize = size_of(c.result_type);
   std::vector<std::int64_t> local;
@@ -261,7 +267,7 @@ void run_runs(Call& c) {
 // Columns: tiles of whole-width column bands and bands of rows; the row bands' values combine
 // in order.
 void run_columns(Call& c) {
-  Window window(c.source, c.type);
+  Window& window = c.window;
   const SegmentLayout& l = c.layout;
   const std::uint64_t width = std::min(l.count, c.budget);
   const std::uint64_t height = std::max<std::uint64_t>(1, c.budget / width);
@@ -332,7 +338,7 @@ void run_exact(Call& c) {
   const int words = exact_piece_words(compute_dtype(c.type));
   // Batches of at most 2^18 pieces (46 MiB of f32 states, 145 MiB of f64 states).
   constexpr std::size_t kBatch = std::size_t{1} << 18;
-  Window window(c.source, c.type);
+  Window& window = c.window;
   ExactSink sink(c);
   std::vector<ExactPiece> pieces;
   std::vector<std::uint64_t> owner;
@@ -383,17 +389,54 @@ std::uint64_t bytes_read(const SegmentLayout& l, DType type) {
   return l.elements() * size_of(type) + (l.kind == SegmentKind::Offsets ? (l.count + 1) * sizeof(std::int64_t) : 0);
 }
 
+// Runs the call's jobs (exact pieces, column tiles, or runs of segments) into c.out and fills the
+// record's timing, kernel and rounding fields from them. The wall time in ms.
+double run_call(Call& c, bool exact, Result& r, std::uint64_t& rounding_depth) {
+  const auto t0 = Clock::now();
+  if (exact) run_exact(c);
+  else if (c.layout.kind == SegmentKind::Columns) run_columns(c);
+  else run_runs(c);
+  const double wall = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  r.kernel = c.tally.kernel;
+  r.finish = exact ? "exact pieces, merged and rounded on the host" : c.tally.finish;
+  r.launches = c.tally.launches;
+  r.kernel_ms = c.tally.kernel_ms;
+  r.transfer_ms += c.tally.transfer_ms;
+  r.chunks = static_cast<std::uint64_t>(c.tally.jobs);
+  rounding_depth = exact ? 1 : c.tally.depth;
+  return wall;
+}
+
+// The fields every segmented record carries: backend, device, n, op, type, repeats, and bytes per
+// second over total_ms when set, else kernel_ms.
+void fill_record(Result& r, std::string_view backend, const std::string& device_name, const SegmentLayout& layout,
+                 Op op, DType type, DType result_type, const RunOptions& options) {
+  fill_identity(r, backend, layout.elements(), op, type);
+  r.device = device_name;
+  r.repeats = options.repeat;
+  r.value = Scalar::of<std::int64_t>(0);
+  const double ms = r.total_ms > 0 ? r.total_ms : r.kernel_ms;
+  const std::uint64_t bytes = bytes_read(layout, type) + layout.count * size_of(result_type);
+  r.bytes_per_s = ms > 0 ? static_cast<double>(bytes) / (ms * 1e-3) : 0;
+}
+
 }  // namespace
 
-SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
-                             ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options) {
+KernelInfo check_segment_call(SegmentDevice& device, std::string_view backend, const SegmentLayout& layout, Op op,
+                              DType type, const RunOptions& options) {
   check_options(options);
-  const DType type = source.type();
   const KernelInfo k = find_strategy(device.kernels(), options.kernel, backend);
   check_request(k, op, type, 1, backend, options);
   if (!k.reduces(layout.kind))
     throw InvalidArgument(std::string(backend) + " segment strategy '" + k.name + "' does not reduce " +
                           std::string(to_string(layout.kind)));
+  return k;
+}
+
+SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
+                             ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options) {
+  const DType type = source.type();
+  const KernelInfo k = check_segment_call(device, backend, layout, op, type, options);
   if (layout.span() > source.size())
     throw InvalidArgument("the layout reaches element " + std::to_string(layout.span()) + " but the input has " +
                           std::to_string(source.size()));
@@ -404,34 +447,17 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
   result.values = HostBuffer(result_dtype(op, type, options.accumulator), layout.count);
   Result& r = result.record;
   r.kernel = k.name;
-  r.repeats = options.repeat;
   r.path = source.memory() ? "resident" : "stream";
 
   if (layout.count) {
-    Call c{device, source, op, type, result.values.type(), options, layout, 0, {},
+    Call c{device, Window(source, type), op, type, result.values.type(), options, layout, 0, {},
            static_cast<unsigned char*>(result.values.data())};
     std::uint64_t budget = device.max_job_bytes(options) / size_of(type);
     if (!budget) budget = std::numeric_limits<std::uint64_t>::max();
     if (options.chunk_elements) budget = std::min(budget, options.chunk_elements);
     if (!source.memory()) budget = std::min(budget, chunk_elements(options, size_of(type), 2, std::uint64_t{256} << 20));
     c.budget = std::max<std::uint64_t>(budget, 1);
-    const auto t0 = Clock::now();
-    if (exact) run_exact(c);
-    else if (layout.kind == SegmentKind::Columns) run_columns(c);
-    else run_runs(c);
-    const double wall = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    r.kernel = c.tally.kernel;
-    r.finish = c.tally.finish;
-    r.launches = c.tally.launches;
-    r.kernel_ms = c.tally.kernel_ms;
-    r.transfer_ms = c.tally.transfer_ms;
-    r.chunks = static_cast<std::uint64_t>(c.tally.jobs);
-    if (exact) {
-      r.finish = "exact pieces, merged and rounded on the host";
-      result.rounding_depth = 1;
-    } else {
-      result.rounding_depth = c.tally.depth;
-    }
+    const double wall = run_call(c, exact, r, result.rounding_depth);
     if (c.tally.jobs > 1 || !source.memory()) {
       r.total_ms = wall;
       r.path = (source.memory() ? "resident, " : "stream, ") + std::to_string(c.tally.jobs) + " jobs";
@@ -441,12 +467,82 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
   }
   result.bytes_read = bytes_read(layout, type);
   result.bytes_written = layout.count * size_of(result.values.type());
-  fill_identity(r, backend, layout.elements(), op, type);
-  const double ms = r.total_ms > 0 ? r.total_ms : r.kernel_ms;
-  r.bytes_per_s = ms > 0 ? static_cast<double>(result.bytes_read + result.bytes_written) / (ms * 1e-3) : 0;
-  r.device = device_name;
-  r.value = Scalar::of<std::int64_t>(0);
+  fill_record(r, backend, device_name, layout, op, type, result.values.type(), options);
   return result;
+}
+
+Result run_device_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
+                           const DeviceSegmentCall& call, const RunOptions& options) {
+  SegmentLayout layout = call.layout;
+  const KernelInfo k = check_segment_call(device, backend, layout, call.op, call.type, options);
+  const bool exact = options.exact && exact_applies(call.op, call.type);
+  if (exact && !call.synchronous)
+    throw InvalidArgument(std::string(backend) +
+                          ": exact segmented sums round on the host: use the synchronous form, not the asynchronous one");
+  const DType result_type = result_dtype(call.op, call.type, options.accumulator);
+  Result r;
+  r.kernel = k.name;
+  r.path = "in place";
+  std::vector<std::int64_t> offsets;
+  if (layout.kind == SegmentKind::Offsets) {
+    layout.offsets = nullptr;
+    if (call.synchronous) {
+      offsets.resize(layout.count + 1);
+      r.transfer_ms += device.read(call.offsets, offsets.data(), offsets.size() * sizeof(std::int64_t));
+      check_offsets(offsets, call.n);
+      layout.offsets = offsets.data();
+    }
+  } else if (layout.span() > call.n) {
+    throw InvalidArgument("the layout reaches element " + std::to_string(layout.span()) + " but the input has " +
+                          std::to_string(call.n));
+  }
+
+  if (!call.synchronous) {
+    SegmentJob j;
+    j.op = call.op;
+    j.type = call.type;
+    j.result_type = result_type;
+    j.options = options;
+    j.layout = layout;
+    j.data = call.data;
+    j.n = call.n;
+    j.offsets = call.offsets;
+    j.out = call.out;
+    j.synchronous = false;
+    if (layout.count) device.reduce(j);
+    return r;
+  }
+
+  if (!layout.count) {
+    r.finish = "none (no segments)";
+  } else if (exact) {
+    HostBuffer values(result_type, layout.count);
+    Call c{device, Window(call.data, call.type), call.op, call.type, result_type, options, layout,
+           std::numeric_limits<std::uint64_t>::max(), {}, static_cast<unsigned char*>(values.data())};
+    run_call(c, true, r, r.rounding_depth);
+    r.transfer_ms += device.write(values.data(), call.out, values.bytes());
+  } else {
+    SegmentJob j;
+    j.op = call.op;
+    j.type = call.type;
+    j.result_type = result_type;
+    j.options = options;
+    j.layout = layout;
+    j.data = call.data;
+    j.n = call.n;
+    j.offsets = call.offsets;
+    j.out = call.out;
+    const SegmentOutcome o = device.reduce(j);
+    r.kernel = o.kernel;
+    r.finish = o.finish;
+    r.launches = o.launches;
+    r.kernel_ms = o.kernel_ms;
+    r.transfer_ms += o.transfer_ms;
+    r.chunks = 1;
+    r.rounding_depth = o.depth;
+  }
+  fill_record(r, backend, device_name, layout, call.op, call.type, result_type, options);
+  return r;
 }
 
 }  // namespace detail

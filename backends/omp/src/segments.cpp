@@ -373,10 +373,10 @@ template <class F> std::uint64_t dispatch(const SegmentJob& job, int threads, F 
     using T = decltype(zero);
     return visit_fold(job.op, [&](auto fn) {
       constexpr Op O = decltype(fn)::op;
-      const T* x = static_cast<const T*>(job.data);
+      const T* x = static_cast<const T*>(job.data.address());
       const auto with = [&]<class A>() -> std::uint64_t {
         using C = compute_t<A>;
-        A* out = static_cast<A*>(job.out);
+        A* out = static_cast<A*>(job.out.mutable_address());
         if constexpr (std::is_same_v<C, A>) {
           return run.template operator()<O, T, A>(x, job.layout, out, threads);
         } else {
@@ -465,8 +465,10 @@ SegmentOutcome HostSegments::reduce(const SegmentJob& job) {
   return o;
 }
 
-SegmentOutcome HostSegments::exact_pieces(const void* data, std::uint64_t, DType type, std::span<const ExactPiece> pieces,
-                                          std::int64_t* words, const RunOptions& options) {
+SegmentOutcome HostSegments::exact_pieces(xr::detail::Memory memory, std::uint64_t, DType type,
+                                          std::span<const ExactPiece> pieces, std::int64_t* words,
+                                          const RunOptions& options) {
+  const void* data = memory.address();
   const int threads = team(options, pieces.size() * 64);
   const auto count = static_cast<std::int64_t>(pieces.size());
   const auto width = static_cast<std::size_t>(xr::detail::exact_piece_words(compute_dtype(type)));
@@ -496,6 +498,16 @@ SegmentOutcome HostSegments::exact_pieces(const void* data, std::uint64_t, DType
   o.kernel = options.kernel == "auto" ? "auto:exact pieces" : options.kernel + ":exact pieces";
   o.finish = "exact pieces";
   return o;
+}
+
+double HostSegments::read(xr::detail::Memory from, void* to, std::uint64_t bytes) {
+  if (bytes) std::memcpy(to, from.address(), bytes);
+  return 0;
+}
+
+double HostSegments::write(const void* from, xr::detail::Memory to, std::uint64_t bytes) {
+  if (bytes) std::memcpy(to.mutable_address(), from, bytes);
+  return 0;
 }
 
 }  // namespace xr::omp::detail

@@ -10,9 +10,12 @@ class HostSegments final : public xr::detail::SegmentDevice {
   std::vector<KernelInfo> kernels() const override;
   std::uint64_t max_job_bytes(const RunOptions&) const override { return 0; }  // reduced where it lies
   xr::detail::SegmentOutcome reduce(const xr::detail::SegmentJob& job) override;
-  xr::detail::SegmentOutcome exact_pieces(const void* data, std::uint64_t n, DType type,
+  xr::detail::SegmentOutcome exact_pieces(xr::detail::Memory data, std::uint64_t n, DType type,
                                           std::span<const xr::detail::ExactPiece> pieces, std::int64_t* words,
                                           const RunOptions& options) override;
+  // Host memory both ways: memcpy.
+  double read(xr::detail::Memory from, void* to, std::uint64_t bytes) override;
+  double write(const void* from, xr::detail::Memory to, std::uint64_t bytes) override;
 };
 
 }  // namespace xr::omp::detail
