@@ -143,6 +143,9 @@ class SegmentDevice {
   virtual double write(const void* from, Memory to, std::uint64_t bytes) = 0;
 };
 
+// InvalidArgument for a pair op: segmented reductions take the fold ops.
+void require_fold(Op op);
+
 // Checks a segmented call before anything runs: options, the strategy (a known name that supports
 // op and type and reduces the layout's kind). The strategy's KernelInfo.
 KernelInfo check_segment_call(SegmentDevice& device, std::string_view backend, const SegmentLayout& layout, Op op,

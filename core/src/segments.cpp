@@ -105,6 +105,13 @@ Scalar SegmentedResult::value(std::uint64_t i) const {
 
 namespace detail {
 
+void require_fold(Op op) {
+  if (!is_pair(op)) return;
+  std::string folds;
+  for (Op f : fold_ops) folds += (folds.empty() ? "" : ", ") + std::string(to_string(f));
+  throw InvalidArgument("segmented reductions take the fold ops (" + folds + "), not " + std::string(to_string(op)));
+}
+
 void merge_piece(ExactSum& sum, const std::int64_t* words, DType type) {
   ExactSum::Raw raw;
   const int first = exact_window_first(type), limbs = exact_window_limbs(type);
@@ -425,6 +432,7 @@ void fill_record(Result& r, std::string_view backend, const std::string& device_
 KernelInfo check_segment_call(SegmentDevice& device, std::string_view backend, const SegmentLayout& layout, Op op,
                               DType type, const RunOptions& options) {
   check_options(options);
+  require_fold(op);
   const KernelInfo k = find_strategy(device.kernels(), options.kernel, backend);
   check_request(k, op, type, 1, backend, options);
   if (!k.reduces(layout.kind))
@@ -590,6 +598,7 @@ SegmentedResult Reducer::reduce_segments(ChunkSource& source, std::span<const st
 // ---- the host reference ----
 
 SegmentReference reference_segments(HostArray data, const SegmentLayout& layout, Op op, Accumulator acc) {
+  detail::require_fold(op);
   if (layout.span() > data.n)
     throw InvalidArgument("reference_segments: the layout reaches element " + std::to_string(layout.span()) +
                           " of an input of " + std::to_string(data.n));
