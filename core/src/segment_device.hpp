@@ -143,7 +143,17 @@ class SegmentDevice {
   virtual double write(const void* from, Memory to, std::uint64_t bytes) = 0;
 };
 
-// InvalidArgument for a pair op: segmented reductions take the fold ops.
+// Segment i of a Rows or Offsets layout: elements [begin, end).
+struct Range {
+  std::uint64_t begin, end;
+};
+inline Range segment_range(const SegmentLayout& l, std::uint64_t i) {
+  if (l.kind == SegmentKind::Rows) return {i * l.stride, i * l.stride + l.length};
+  return {static_cast<std::uint64_t>(l.offsets[i]), static_cast<std::uint64_t>(l.offsets[i + 1])};
+}
+
+// InvalidArgument for a pair op: segmented reductions take the fold ops (the host reference's
+// check; a backend's strategies refuse pair ops as ops they do not support).
 void require_fold(Op op);
 
 // Checks a segmented call before anything runs: options, the strategy (a known name that supports

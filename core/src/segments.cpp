@@ -1,5 +1,6 @@
-// Segmented reductions: argument checks, layouts, the host reference, and the driver that cuts an
-// input into jobs a backend's SegmentDevice reduces (segment_device.hpp).
+// Segmented reductions: argument checks, layouts, and the one driver that cuts an input, on the host
+// or in a device's memory, into the jobs and exact pieces a backend's SegmentDevice reduces
+// (segment_device.hpp). The host reference is in segment_reference.cpp.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -133,15 +134,6 @@ KernelInfo find_strategy(const std::vector<KernelInfo>& list, std::string_view n
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Segment i of a Rows or Offsets layout: [begin, end).
-struct Range {
-  std::uint64_t begin, end;
-};
-Range segment_range(const SegmentLayout& l, std::uint64_t i) {
-  if (l.kind == SegmentKind::Rows) return {i * l.stride, i * l.stride + l.length};
-  return {static_cast<std::uint64_t>(l.offsets[i]), static_cast<std::uint64_t>(l.offsets[i + 1])};
-}
 
 // Elements [first, first + count) of the input: in place when it lies in host memory or on the
 // device, else read from the source into a host buffer.
@@ -432,7 +424,6 @@ void fill_record(Result& r, std::string_view backend, const std::string& device_
 KernelInfo check_segment_call(SegmentDevice& device, std::string_view backend, const SegmentLayout& layout, Op op,
                               DType type, const RunOptions& options) {
   check_options(options);
-  require_fold(op);
   const KernelInfo k = find_strategy(device.kernels(), options.kernel, backend);
   check_request(k, op, type, 1, backend, options);
   if (!k.reduces(layout.kind))
@@ -593,124 +584,6 @@ SegmentedResult Reducer::reduce_segments(ChunkSource& source, std::span<const st
   layout.offsets = offsets.data();
   std::lock_guard lock(mutex_);
   return detail::run_segments(segment_device(), backend(), device(), source, layout, op, options);
-}
-
-// ---- the host reference ----
-
-SegmentReference reference_segments(HostArray data, const SegmentLayout& layout, Op op, Accumulator acc) {
-  detail::require_fold(op);
-  if (layout.span() > data.n)
-    throw InvalidArgument("reference_segments: the layout reaches element " + std::to_string(layout.span()) +
-                          " of an input of " + std::to_string(data.n));
-  SegmentReference ref;
-  ref.op = op;
-  ref.type = data.type;
-  ref.values = HostBuffer(result_dtype(op, data.type, acc), layout.count);
-  ref.length.resize(layout.count);
-  const bool float_sum = op == Op::Sum && is_float(data.type);
-  if (is_float(data.type) && (op == Op::Sum || op == Op::Prod)) ref.magnitude.resize(layout.count);
-  visit_dtype(data.type, [&](auto zero) {
-    using T = decltype(zero);
-    const T* x = static_cast<const T*>(data.data);
-    // Segments are independent: in parallel, a column gathered by each thread into its own buffer.
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(layout.count); ++signed_i) {
-      const auto i = static_cast<std::uint64_t>(signed_i);
-      std::vector<T> gathered;
-      const T* seg = nullptr;
-      std::uint64_t len = 0;
-      if (layout.kind == SegmentKind::Columns) {
-        gathered.resize(layout.length);
-        for (std::uint64_t r = 0; r < layout.length; ++r) gathered[r] = x[i + r * layout.stride];
-        seg = gathered.data();
-        len = layout.length;
-      } else {
-        const detail::Range rg = detail::segment_range(layout, i);
-        seg = x + rg.begin;
-        len = rg.end - rg.begin;
-      }
-      ref.length[i] = len;
-      Scalar v = empty_segment_value(op, data.type, acc);
-      if constexpr (is_float_v<T>) {
-        using C = compute_t<T>;  // f16 and bf16: f32, which holds each exactly and is their sum's type
-        if (len && len <= 2 && float_sum) {  // one rounding of one addition is the exact sum rounded once
-          v = Scalar::of<C>(len == 1 ? static_cast<C>(seg[0]) : static_cast<C>(seg[0]) + static_cast<C>(seg[1]));
-          ref.magnitude[i] = std::fabs(static_cast<double>(seg[0])) + (len == 2 ? std::fabs(static_cast<double>(seg[1])) : 0);
-        } else if (len && float_sum) {
-          ExactSum sum;
-          double magnitude = 0;
-          for (std::uint64_t k = 0; k < len; ++k) magnitude += std::fabs(static_cast<double>(seg[k]));
-          if constexpr (is_half_v<T>)
-            for (std::uint64_t k = 0; k < len; ++k) sum.add(static_cast<float>(seg[k]));
-          else
-            sum.add(seg, len);
-          v = detail::round_exact(sum.raw(), data.type);
-          ref.magnitude[i] = magnitude;
-        } else if (len && op == Op::Prod) {
-          long double product = 1;
-          for (std::uint64_t k = 0; k < len; ++k) product *= static_cast<C>(seg[k]);
-          v = Scalar::of<C>(static_cast<C>(product));
-          ref.magnitude[i] = std::fabs(static_cast<double>(product));
-        }
-      }
-      if (len && !(is_float(data.type) && (op == Op::Sum || op == Op::Prod))) {
-        visit_dtype(ref.values.type(), [&](auto r) {
-          using R = decltype(r);  // the accumulator: T, or the 64-bit integer of a wide sum
-          R value = identity<R>(op);
-          for (std::uint64_t k = 0; k < len; ++k) value = combine<R>(op, value, static_cast<R>(seg[k]));
-          v = Scalar::of<R>(value);
-        });
-      }
-      visit_dtype(ref.values.type(), [&](auto r) {
-        using R = decltype(r);
-        ref.values.as<R>()[i] = v.as<R>();
-      });
-    }
-  });
-  return ref;
-}
-
-SegmentAgreement check_segments(const SegmentedResult& result, const SegmentReference& ref, bool exact) {
-  SegmentAgreement a;
-  a.count = ref.values.size();
-  if (result.values.size() != ref.values.size() || result.values.type() != ref.values.type()) {
-    a.detail = std::to_string(result.values.size()) + " values of " + std::string(to_string(result.values.type())) +
-               " where the reference has " + std::to_string(ref.values.size()) + " of " +
-               std::string(to_string(ref.values.type()));
-    a.first_bad = 0;
-    return a;
-  }
-  const std::size_t size = size_of(ref.values.type());
-  const auto* got = static_cast<const unsigned char*>(result.values.data());
-  const auto* want = static_cast<const unsigned char*>(ref.values.data());
-  // check_result's verdict on value i.
-  const auto judge = [&](std::uint64_t i) {
-    Result r;
-    r.value = result.value(i);
-    r.rounding_depth = result.rounding_depth ? std::min<std::uint64_t>(result.rounding_depth, ref.length[i]) : ref.length[i];
-    Reference expected;
-    expected.value = detail::scalar_from_bytes(ref.values.type(), want + i * size);
-    expected.n = ref.length[i];
-    expected.op = ref.op;
-    expected.type = ref.type;
-    if (!ref.magnitude.empty()) expected.magnitude = ref.magnitude[i];
-    return check_result(r, expected, exact);
-  };
-  std::uint64_t agree = 0, first_bad = a.count;
-#pragma omp parallel for schedule(dynamic, 4096) reduction(+ : agree) reduction(min : first_bad)
-  for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(a.count); ++signed_i) {
-    const auto i = static_cast<std::uint64_t>(signed_i);
-    // The same bits agree under every rule; anything else goes to check_result.
-    if (std::memcmp(got + i * size, want + i * size, size) == 0 || judge(i).ok) ++agree;
-    else first_bad = std::min(first_bad, i);
-  }
-  a.agree = agree;
-  if (first_bad < a.count) {
-    a.first_bad = first_bad;
-    a.detail = "value " + std::to_string(first_bad) + ": " + judge(first_bad).detail;
-  }
-  if (a.ok()) a.detail = "all " + std::to_string(a.count) + " values agree";
-  return a;
 }
 
 }  // namespace xr

@@ -1,0 +1,133 @@
+// The host reference of segmented reductions, and the check of a result against it.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "pipeline.hpp"
+#include "segment_device.hpp"
+#include "xreduce/error.hpp"
+#include "xreduce/reference.hpp"
+#include "xreduce/segments.hpp"
+#include "xreduce/semantics.hpp"
+
+namespace xr {
+
+SegmentReference reference_segments(HostArray data, const SegmentLayout& layout, Op op, Accumulator acc) {
+  detail::require_fold(op);
+  if (layout.span() > data.n)
+    throw InvalidArgument("reference_segments: the layout reaches element " + std::to_string(layout.span()) +
+                          " of an input of " + std::to_string(data.n));
+  SegmentReference ref;
+  ref.op = op;
+  ref.type = data.type;
+  ref.values = HostBuffer(result_dtype(op, data.type, acc), layout.count);
+  ref.length.resize(layout.count);
+  const bool float_sum = op == Op::Sum && is_float(data.type);
+  if (is_float(data.type) && (op == Op::Sum || op == Op::Prod)) ref.magnitude.resize(layout.count);
+  visit_dtype(data.type, [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = static_cast<const T*>(data.data);
+    // Segments are independent: in parallel, a column gathered by each thread into its own buffer.
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(layout.count); ++signed_i) {
+      const auto i = static_cast<std::uint64_t>(signed_i);
+      std::vector<T> gathered;
+      const T* seg = nullptr;
+      std::uint64_t len = 0;
+      if (layout.kind == SegmentKind::Columns) {
+        gathered.resize(layout.length);
+        for (std::uint64_t r = 0; r < layout.length; ++r) gathered[r] = x[i + r * layout.stride];
+        seg = gathered.data();
+        len = layout.length;
+      } else {
+        const detail::Range rg = detail::segment_range(layout, i);
+        seg = x + rg.begin;
+        len = rg.end - rg.begin;
+      }
+      ref.length[i] = len;
+      Scalar v = empty_segment_value(op, data.type, acc);
+      if constexpr (is_float_v<T>) {
+        using C = compute_t<T>;  // f16 and bf16: f32, which holds each exactly and is their sum's type
+        if (len && len <= 2 && float_sum) {  // one rounding of one addition is the exact sum rounded once
+          v = Scalar::of<C>(len == 1 ? static_cast<C>(seg[0]) : static_cast<C>(seg[0]) + static_cast<C>(seg[1]));
+          ref.magnitude[i] = std::fabs(static_cast<double>(seg[0])) + (len == 2 ? std::fabs(static_cast<double>(seg[1])) : 0);
+        } else if (len && float_sum) {
+          ExactSum sum;
+          double magnitude = 0;
+          for (std::uint64_t k = 0; k < len; ++k) magnitude += std::fabs(static_cast<double>(seg[k]));
+          if constexpr (is_half_v<T>)
+            for (std::uint64_t k = 0; k < len; ++k) sum.add(static_cast<float>(seg[k]));
+          else
+            sum.add(seg, len);
+          v = detail::round_exact(sum.raw(), data.type);
+          ref.magnitude[i] = magnitude;
+        } else if (len && op == Op::Prod) {
+          long double product = 1;
+          for (std::uint64_t k = 0; k < len; ++k) product *= static_cast<C>(seg[k]);
+          v = Scalar::of<C>(static_cast<C>(product));
+          ref.magnitude[i] = std::fabs(static_cast<double>(product));
+        }
+      }
+      if (len && !(is_float(data.type) && (op == Op::Sum || op == Op::Prod))) {
+        visit_dtype(ref.values.type(), [&](auto r) {
+          using R = decltype(r);  // the accumulator: T, or the 64-bit integer of a wide sum
+          R value = identity<R>(op);
+          for (std::uint64_t k = 0; k < len; ++k) value = combine<R>(op, value, static_cast<R>(seg[k]));
+          v = Scalar::of<R>(value);
+        });
+      }
+      visit_dtype(ref.values.type(), [&](auto r) {
+        using R = decltype(r);
+        ref.values.as<R>()[i] = v.as<R>();
+      });
+    }
+  });
+  return ref;
+}
+
+SegmentAgreement check_segments(const SegmentedResult& result, const SegmentReference& ref, bool exact) {
+  SegmentAgreement a;
+  a.count = ref.values.size();
+  if (result.values.size() != ref.values.size() || result.values.type() != ref.values.type()) {
+    a.detail = std::to_string(result.values.size()) + " values of " + std::string(to_string(result.values.type())) +
+               " where the reference has " + std::to_string(ref.values.size()) + " of " +
+               std::string(to_string(ref.values.type()));
+    a.first_bad = 0;
+    return a;
+  }
+  const std::size_t size = size_of(ref.values.type());
+  const auto* got = static_cast<const unsigned char*>(result.values.data());
+  const auto* want = static_cast<const unsigned char*>(ref.values.data());
+  // check_result's verdict on value i.
+  const auto judge = [&](std::uint64_t i) {
+    Result r;
+    r.value = result.value(i);
+    r.rounding_depth = result.rounding_depth ? std::min<std::uint64_t>(result.rounding_depth, ref.length[i]) : ref.length[i];
+    Reference expected;
+    expected.value = detail::scalar_from_bytes(ref.values.type(), want + i * size);
+    expected.n = ref.length[i];
+    expected.op = ref.op;
+    expected.type = ref.type;
+    if (!ref.magnitude.empty()) expected.magnitude = ref.magnitude[i];
+    return check_result(r, expected, exact);
+  };
+  std::uint64_t agree = 0, first_bad = a.count;
+#pragma omp parallel for schedule(dynamic, 4096) reduction(+ : agree) reduction(min : first_bad)
+  for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(a.count); ++signed_i) {
+    const auto i = static_cast<std::uint64_t>(signed_i);
+    // The same bits agree under every rule; anything else goes to check_result.
+    if (std::memcmp(got + i * size, want + i * size, size) == 0 || judge(i).ok) ++agree;
+    else first_bad = std::min(first_bad, i);
+  }
+  a.agree = agree;
+  if (first_bad < a.count) {
+    a.first_bad = first_bad;
+    a.detail = "value " + std::to_string(first_bad) + ": " + judge(first_bad).detail;
+  }
+  if (a.ok()) a.detail = "all " + std::to_string(a.count) + " values agree";
+  return a;
+}
+
+}  // namespace xr
