@@ -496,19 +496,19 @@ Result run_device_segments(SegmentDevice& device, std::string_view backend, cons
                           std::to_string(call.n));
   }
 
+  SegmentJob job;
+  job.op = call.op;
+  job.type = call.type;
+  job.result_type = result_type;
+  job.options = options;
+  job.layout = layout;
+  job.data = call.data;
+  job.n = call.n;
+  job.offsets = call.offsets;
+  job.out = call.out;
+  job.synchronous = call.synchronous;
   if (!call.synchronous) {
-    SegmentJob j;
-    j.op = call.op;
-    j.type = call.type;
-    j.result_type = result_type;
-    j.options = options;
-    j.layout = layout;
-    j.data = call.data;
-    j.n = call.n;
-    j.offsets = call.offsets;
-    j.out = call.out;
-    j.synchronous = false;
-    if (layout.count) device.reduce(j);
+    if (layout.count) device.reduce(job);
     return r;
   }
 
@@ -521,17 +521,7 @@ Result run_device_segments(SegmentDevice& device, std::string_view backend, cons
     run_call(c, true, r, r.rounding_depth);
     r.transfer_ms += device.write(values.data(), call.out, values.bytes());
   } else {
-    SegmentJob j;
-    j.op = call.op;
-    j.type = call.type;
-    j.result_type = result_type;
-    j.options = options;
-    j.layout = layout;
-    j.data = call.data;
-    j.n = call.n;
-    j.offsets = call.offsets;
-    j.out = call.out;
-    const SegmentOutcome o = device.reduce(j);
+    const SegmentOutcome o = device.reduce(job);
     r.kernel = o.kernel;
     r.finish = o.finish;
     r.launches = o.launches;
