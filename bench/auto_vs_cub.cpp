@@ -104,7 +104,7 @@ void sweep(xr::Op op, const std::optional<xr::Op>& against, int lo, int hi, cons
         }
         throw xr::InvalidArgument("no vendor argmin/argmax baseline for " + std::string(xr::to_string(xr::dtype_of<T>)));
       }
-      return xr::cu::reduce(dev, n, op_of(v), nullptr, variants[v]);
+      return xr::cuda::reduce(dev, n, op_of(v), nullptr, variants[v]);
     };
     for (const auto& c : extra) variants.push_back(c.options);
     std::vector<std::vector<double>> t(variants.size());

@@ -1,10 +1,10 @@
 // Segmented reductions (xreduce/segments.hpp): one value per segment of the input, a segment being
-// a row of a 2-D array or a CSR run cut by offsets. Device code only; backends/cuda/src/segments_*.cu
-// launch it. Every kernel combines with core's OpFn in the accumulator type (f16 and bf16: f32
-// for sums and products, the input type, compared in f32, for min and max), writes empty_value
-// for a segment with no elements, and clamps offsets read from device memory to [0, n] (begin to
-// [0, n], end to [begin, n]), so that offsets which decrease or run past the input never make a
-// kernel read outside it.
+// a row of a 2-D array or a CSR run cut by offsets. Device code only; backends/cuda/src/
+// segment_families.cu and segments/subwarp.cu launch it. Every kernel combines with core's OpFn in
+// the accumulator type (f16 and bf16: f32 for sums and products, the input type, compared in f32,
+// for min and max), writes empty_value for a segment with no elements, and clamps offsets read
+// from device memory to [0, n] (begin to [0, n], end to [begin, n]), so that offsets which
+// decrease or run past the input never make a kernel read outside it.
 #pragma once
 
 #include <cstdint>

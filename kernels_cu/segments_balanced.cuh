@@ -1,6 +1,6 @@
 // balanced: segmented reductions split by work, not by segment. The elements of all segments are
 // cut into tiles of K elements a thread and the segment ends in each tile are marked, so a block's
-// work does not depend on how lengths vary. Device code only; backends/cuda/src/segments_balanced.cu
+// work does not depend on how lengths vary. Device code only; backends/cuda/src/segments/balanced.cu
 // launches it.
 #pragma once
 

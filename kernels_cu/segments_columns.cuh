@@ -1,5 +1,5 @@
 // Column reductions (SegmentKind::Columns): value c is the reduction of in[c + r * stride] over
-// the rows r < rows. Device code only; backends/cuda/src/segments_columns.cu launches it. Lanes
+// the rows r < rows. Device code only; backends/cuda/src/segments/columns.cu launches it. Lanes
 // run across columns so that every load of a warp is one run of memory; rows are split into
 // bands over blocks, and the block that completes a column tile's ticket combines the bands'
 // partials in band order in the same launch (tickets are 0 between launches).

@@ -172,7 +172,7 @@ TEST_CASE("ladder order and notes") {
                                       "bulk_copy",             "bulk_tiles",          "atomic_global",
                                       "atomic_shared",         "tree_atomic",         "nested",
                                       "nested_per_block",      "cub",                 "auto"};
-  const auto ks = xr::cu::kernels();
+  const auto ks = xr::cuda::kernels();
   REQUIRE(ks.size() == want.size());
   for (std::size_t i = 0; i < ks.size(); ++i) {
     CHECK(ks[i].name == want[i]);
@@ -197,10 +197,10 @@ TEST_CASE("device pointer API: auto, every type, op and size") {
           xr::RunOptions opt;
           opt.accumulator = acc;
           if (n == 0 && op != Op::Sum && op != Op::Prod) {
-            CHECK_THROWS_AS(xr::cu::reduce(d.p, n, op, nullptr, opt), xr::EmptyInput);
+            CHECK_THROWS_AS(xr::cuda::reduce(d.p, n, op, nullptr, opt), xr::EmptyInput);
             continue;
           }
-          const xr::Result res = xr::cu::reduce(d.p, n, op, nullptr, opt);
+          const xr::Result res = xr::cuda::reduce(d.p, n, op, nullptr, opt);
           check_value(res, h, op, acc, "auto");
           // n = 0 runs no layout: one launch writes the empty value.
           CHECK((n == 0 ? res.kernel == "auto" : auto_ran_its_layout(res.kernel, n * sizeof(T), op)));
@@ -212,7 +212,7 @@ TEST_CASE("device pointer API: auto, every type, op and size") {
 TEST_CASE("every rung, op and type, default and non-power-of-two block sizes, device and host paths") {
   auto reducer = xr::make_reducer("cuda");
   const std::vector<u64> sizes{0, 1, 33, 1025, 100003};
-  for (const auto& k : xr::cu::kernels()) {
+  for (const auto& k : xr::cuda::kernels()) {
     xr::for_each_dtype([&](auto t) {
       using T = decltype(t);
       for (Op op : xr::all_ops) {
@@ -228,7 +228,7 @@ TEST_CASE("every rung, op and type, default and non-power-of-two block sizes, de
               opt.kernel = k.name;
               opt.block_size = block;
               opt.accumulator = acc;
-              check_value(xr::cu::reduce(d.p, n, op, nullptr, opt), h, op, acc, k.name + " block " + std::to_string(block));
+              check_value(xr::cuda::reduce(d.p, n, op, nullptr, opt), h, op, acc, k.name + " block " + std::to_string(block));
             }
             xr::RunOptions opt;
             opt.kernel = k.name;
@@ -242,7 +242,7 @@ TEST_CASE("every rung, op and type, default and non-power-of-two block sizes, de
 }
 
 TEST_CASE("NaN propagates through min and max on every rung") {
-  for (const auto& k : xr::cu::kernels()) {
+  for (const auto& k : xr::cuda::kernels()) {
     xr::for_each_dtype([&](auto t) {
       using T = decltype(t);
       if constexpr (xr::is_float_v<T>) {
@@ -254,7 +254,7 @@ TEST_CASE("NaN propagates through min and max on every rung") {
             DevBuf<T> d(h);
             xr::RunOptions opt;
             opt.kernel = k.name;
-            const auto res = xr::cu::reduce(d.p, h.size(), op, nullptr, opt);
+            const auto res = xr::cuda::reduce(d.p, h.size(), op, nullptr, opt);
             INFO(k.name << " " << xr::to_string(op) << " NaN at " << pos);
             CHECK(std::isnan(res.value.f));
           }
@@ -269,7 +269,7 @@ TEST_CASE("blocks the rung cannot run are rejected") {
     xr::RunOptions opt;
     opt.kernel = kernel;
     opt.block_size = block;
-    CHECK_THROWS_AS(xr::cu::reduce(d.p, 100, Op::Sum, nullptr, opt), xr::InvalidArgument);
+    CHECK_THROWS_AS(xr::cuda::reduce(d.p, 100, Op::Sum, nullptr, opt), xr::InvalidArgument);
   };
   bad("unroll_complete", 96);
   bad("unroll_complete", 1024);
@@ -279,7 +279,7 @@ TEST_CASE("blocks the rung cannot run are rejected") {
   bad("cub", 256);
   xr::RunOptions opt;
   opt.kernel = "no_such_rung";
-  CHECK_THROWS_AS(xr::cu::reduce(d.p, 100, Op::Sum, nullptr, opt), xr::InvalidArgument);
+  CHECK_THROWS_AS(xr::cuda::reduce(d.p, 100, Op::Sum, nullptr, opt), xr::InvalidArgument);
 }
 
 TEST_CASE("multi-pass: partials reduced on the device pass after pass") {
@@ -291,7 +291,7 @@ TEST_CASE("multi-pass: partials reduced on the device pass after pass") {
   opt.block_size = 32;
   opt.repeat = 3;
   opt.warmup = 1;
-  const auto res = xr::cu::reduce(d.p, n, Op::Sum, nullptr, opt);
+  const auto res = xr::cuda::reduce(d.p, n, Op::Sum, nullptr, opt);
   check_value(res, h, Op::Sum, Accumulator::Wide, "sequential/32");
   CHECK(res.launches == 5);  // 1048583 -> 32769 -> 1025 -> 33 -> 2 -> 1
   CHECK(res.finish == "multi-pass");
@@ -300,7 +300,7 @@ TEST_CASE("multi-pass: partials reduced on the device pass after pass") {
   CHECK(res.bytes_per_s > 0);
   opt.kernel = "nested";
   opt.block_size = 32;  // chunks of 256: 1048583 -> 4097 -> 17 -> 1
-  const auto nested = xr::cu::reduce(d.p, n, Op::Sum, nullptr, opt);
+  const auto nested = xr::cuda::reduce(d.p, n, Op::Sum, nullptr, opt);
   check_value(nested, h, Op::Sum, Accumulator::Wide, "nested/32");
   CHECK(nested.launches == 3);
 }
@@ -314,7 +314,7 @@ TEST_CASE("nested_per_block: a chain of child grids per block, the nested finish
     opt.kernel = "nested_per_block";
     opt.block_size = block;
     opt.grid_size = grid;
-    return xr::cu::reduce(d.p, n, Op::Sum, nullptr, opt);
+    return xr::cuda::reduce(d.p, n, Op::Sum, nullptr, opt);
   };
   // One block of 96: 96 -> 48 in the top grid, then children of 24, 12, 6, 3, 1, 1 threads
   // (48 -> 24 -> 12 -> 6 -> 3 -> 2 -> 1); no finish.
@@ -367,7 +367,7 @@ TEST_CASE("auto on misaligned device pointers (offset 1, 2, 3 elements)") {
             if (xr::is_pair(op) && std::string(kernel) != "auto") continue;  // auto's alone
             xr::RunOptions opt;
             opt.kernel = kernel;
-            check_value(xr::cu::reduce(d.p + offset, n, op, nullptr, opt), h, op, Accumulator::Wide,
+            check_value(xr::cuda::reduce(d.p + offset, n, op, nullptr, opt), h, op, Accumulator::Wide,
                         std::string(kernel) + " offset " + std::to_string(offset));
           }
         }
@@ -381,8 +381,8 @@ TEST_CASE("reduce_async writes a pair op's record: Located for argmax, Bounds fo
   DevBuf<float> d(h);
   DevBuf<xr::Located<float>> located(1);
   DevBuf<xr::Bounds<float>> bounds(1);
-  xr::cu::reduce_async(d.p, n, Op::ArgMax, located.p, nullptr);
-  xr::cu::reduce_async(d.p, n, Op::MinMax, bounds.p, nullptr);
+  xr::cuda::reduce_async(d.p, n, Op::ArgMax, located.p, nullptr);
+  xr::cuda::reduce_async(d.p, n, Op::MinMax, bounds.p, nullptr);
   xr::Located<float> l{};
   xr::Bounds<float> b{};
   CK(cudaMemcpy(&l, located.p, sizeof l, cudaMemcpyDeviceToHost));
@@ -400,12 +400,12 @@ TEST_CASE("reduce_async leaves the result on the device, on the caller's stream"
   const auto h = make_data<std::int32_t>(n, Op::Sum, 6);
   DevBuf<std::int32_t> d(h);
   DevBuf<std::int64_t> out(4);
-  xr::cu::reduce_async(d.p, n, Op::Sum, out.p, s);                                  // i64 (wide)
-  xr::cu::reduce_async(d.p, n, Op::Sum, out.p + 1, s, Accumulator::Native);         // i32
-  xr::cu::reduce_async(d.p, n, Op::Max, out.p + 2, s);
+  xr::cuda::reduce_async(d.p, n, Op::Sum, out.p, s);                                  // i64 (wide)
+  xr::cuda::reduce_async(d.p, n, Op::Sum, out.p + 1, s, Accumulator::Native);         // i32
+  xr::cuda::reduce_async(d.p, n, Op::Max, out.p + 2, s);
   xr::RunOptions opt;
   opt.kernel = "shuffle";
-  xr::cu::reduce_async(d.p, n, Op::Min, out.p + 3, s, opt);
+  xr::cuda::reduce_async(d.p, n, Op::Min, out.p + 3, s, opt);
   std::int64_t got[4] = {};
   CK(cudaMemcpyAsync(got, out.p, sizeof got, cudaMemcpyDeviceToHost, s));
   CK(cudaStreamSynchronize(s));
@@ -419,7 +419,7 @@ TEST_CASE("reduce_async leaves the result on the device, on the caller's stream"
   CHECK(mx == host_reduce(h, Op::Max, Accumulator::Wide).exact);
   CHECK(mn == host_reduce(h, Op::Min, Accumulator::Wide).exact);
   // The synchronous form on the same stream reuses that stream's workspace.
-  check_value(xr::cu::reduce(d.p, n, Op::Sum, s), h, Op::Sum, Accumulator::Wide, "sync on stream");
+  check_value(xr::cuda::reduce(d.p, n, Op::Sum, s), h, Op::Sum, Accumulator::Wide, "sync on stream");
   CK(cudaStreamDestroy(s));
 }
 
@@ -441,7 +441,7 @@ TEST_CASE("one-launch finish: each launch waits for its own partials, also when 
       xr::RunOptions opt;
       opt.kernel = kernel;
       opt.grid_size = grids[i];
-      xr::cu::reduce_async(inputs[i % 3], n, Op::Sum, out.p + i, s, opt);
+      xr::cuda::reduce_async(inputs[i % 3], n, Op::Sum, out.p + i, s, opt);
     }
     std::int64_t got[std::size(grids)] = {};
     CK(cudaMemcpyAsync(got, out.p, sizeof got, cudaMemcpyDeviceToHost, s));
@@ -459,7 +459,7 @@ TEST_CASE("one-launch finish: each launch waits for its own partials, also when 
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    xr::cu::reduce_async(a.p, n, Op::Sum, out.p, s, opt);
+    xr::cuda::reduce_async(a.p, n, Op::Sum, out.p, s, opt);
     CK(cudaStreamEndCapture(s, &graph));
     CK(cudaGraphInstantiate(&exec, graph, 0));
     for (std::size_t replay = 0; replay < 3; ++replay) {
@@ -490,11 +490,11 @@ TEST_CASE("dynamic_tiles, bulk_tiles: the same bits on every call and every grid
       for (const char* kernel : {"dynamic_tiles", "bulk_tiles"}) {
         xr::RunOptions opt;
         opt.kernel = kernel;
-        const xr::Result first = xr::cu::reduce(d.p + 1, n, Op::Sum, nullptr, opt);
+        const xr::Result first = xr::cuda::reduce(d.p + 1, n, Op::Sum, nullptr, opt);
         check_value(first, h, Op::Sum, Accumulator::Wide, kernel);
         for (u64 grid : {u64(0), u64(0), u64(1), u64(7), u64(132), u64(528), u64(4096)}) {
           opt.grid_size = grid;
-          const xr::Result again = xr::cu::reduce(d.p + 1, n, Op::Sum, nullptr, opt);
+          const xr::Result again = xr::cuda::reduce(d.p + 1, n, Op::Sum, nullptr, opt);
           INFO(kernel << " " << xr::to_string(xr::dtype_of<T>) << " grid " << grid);
           CHECK(again.value.same_bits(first.value));
         }
@@ -506,18 +506,18 @@ TEST_CASE("dynamic_tiles, bulk_tiles: the same bits on every call and every grid
 TEST_CASE("errors carry the CUDA name; nothing printed") {
   std::vector<float> host(1000, 1.0f);
   try {
-    xr::cu::reduce(host.data(), host.size(), Op::Sum);
+    xr::cuda::reduce(host.data(), host.size(), Op::Sum);
     FAIL("host pointer accepted as device pointer");
   } catch (const xr::DeviceError& e) {
     CHECK(e.code_name() == "cudaErrorInvalidValue");
     CHECK(std::string(e.what()).find("cuda") != std::string::npos);
   }
   DevBuf<float> d(host);
-  CHECK_THROWS_AS(xr::cu::reduce_async(d.p, host.size(), Op::Sum, host.data(), nullptr), xr::DeviceError);
-  CHECK_THROWS_AS(xr::cu::reduce(d.p, 0, Op::Min), xr::EmptyInput);
-  CHECK_THROWS_AS(xr::cu::reduce_async(d.p, 0, Op::Max, d.p, nullptr), xr::EmptyInput);
+  CHECK_THROWS_AS(xr::cuda::reduce_async(d.p, host.size(), Op::Sum, host.data(), nullptr), xr::DeviceError);
+  CHECK_THROWS_AS(xr::cuda::reduce(d.p, 0, Op::Min), xr::EmptyInput);
+  CHECK_THROWS_AS(xr::cuda::reduce_async(d.p, 0, Op::Max, d.p, nullptr), xr::EmptyInput);
   // A pointer not aligned to its element type.
-  CHECK_THROWS_AS(xr::cu::reduce(reinterpret_cast<const float*>(reinterpret_cast<const char*>(d.p) + 1), 10, Op::Sum),
+  CHECK_THROWS_AS(xr::cuda::reduce(reinterpret_cast<const float*>(reinterpret_cast<const char*>(d.p) + 1), 10, Op::Sum),
                   xr::InvalidArgument);
   xr::BackendOptions bad_device;
   bad_device.device = "999";
@@ -527,11 +527,11 @@ TEST_CASE("errors carry the CUDA name; nothing printed") {
   xr::RunOptions exact;
   exact.exact = true;
   exact.kernel = "sequential";
-  CHECK_THROWS_AS(xr::cu::reduce(d.p, host.size(), Op::Sum, nullptr, exact), xr::InvalidArgument);
+  CHECK_THROWS_AS(xr::cuda::reduce(d.p, host.size(), Op::Sum, nullptr, exact), xr::InvalidArgument);
   exact.kernel = "auto";
-  CHECK_THROWS_AS(xr::cu::reduce_async(d.p, host.size(), Op::Sum, d.p, nullptr, exact), xr::InvalidArgument);
+  CHECK_THROWS_AS(xr::cuda::reduce_async(d.p, host.size(), Op::Sum, d.p, nullptr, exact), xr::InvalidArgument);
   exact.block_size = 1024;  // the exact kernel takes blocks up to 512
-  CHECK_THROWS_AS(xr::cu::reduce(d.p, host.size(), Op::Sum, nullptr, exact), xr::InvalidArgument);
+  CHECK_THROWS_AS(xr::cuda::reduce(d.p, host.size(), Op::Sum, nullptr, exact), xr::InvalidArgument);
 }
 
 TEST_CASE("out of device memory is a DeviceError named cudaErrorMemoryAllocation; the stream fits a limit") {
@@ -606,7 +606,7 @@ TEST_CASE("auto at n = 2^31 + 5 (64-bit indexing)") {
     opt.kernel = kernel;
     opt.accumulator = acc;
     INFO(kernel << " " << xr::to_string(op));
-    return xr::cu::reduce(d.p, n, op, nullptr, opt);
+    return xr::cuda::reduce(d.p, n, op, nullptr, opt);
   };
   const xr::Result sum = run("auto", Op::Sum, Accumulator::Wide);
   CHECK(sum.value.i == std::int64_t(n) * v);
@@ -631,7 +631,7 @@ TEST_CASE("auto at n = 2^31 + 5 (64-bit indexing)") {
   CHECK(argmax.index == std::int64_t(planted));
   CK(cudaMemset(d.p + planted, 1, sizeof(std::int32_t)));
   // The other rungs index with 64 bits too (the serialised atomic ones are left out: slow).
-  for (const auto& k : xr::cu::kernels()) {
+  for (const auto& k : xr::cuda::kernels()) {
     if (k.name == "atomic_global" || k.name == "atomic_shared" || k.name == "auto") continue;
     CHECK(run(k.name.c_str(), Op::Sum, Accumulator::Wide).value.i == std::int64_t(n - 1) * v);
   }
@@ -650,16 +650,16 @@ TEST_CASE("i8 and u8 sums at n = 2^31 + 5") {
   DevBuf<std::uint8_t> d(n);
   for (const int byte : {0xff, 0x80}) {
     CK(cudaMemset(d.p, byte, n));
-    for (const auto& k : xr::cu::kernels()) {
+    for (const auto& k : xr::cuda::kernels()) {
       if (k.name == "atomic_global" || k.name == "atomic_shared") continue;  // serialised: slow
       if (!k.supports(Op::Sum, DType::U8)) continue;
       xr::RunOptions opt;
       opt.kernel = k.name;
       INFO(k.name << " bytes 0x" << std::hex << byte);
-      const xr::Result u = xr::cu::reduce(d.p, n, Op::Sum, nullptr, opt);
+      const xr::Result u = xr::cuda::reduce(d.p, n, Op::Sum, nullptr, opt);
       CHECK(u.value.type == DType::U64);
       CHECK(u.value.as<std::uint64_t>() == n * std::uint64_t(byte));
-      const xr::Result i = xr::cu::reduce(reinterpret_cast<const std::int8_t*>(d.p), n, Op::Sum, nullptr, opt);
+      const xr::Result i = xr::cuda::reduce(reinterpret_cast<const std::int8_t*>(d.p), n, Op::Sum, nullptr, opt);
       CHECK(i.value.type == DType::I64);
       CHECK(i.value.i == std::int64_t(n) * static_cast<std::int8_t>(byte));
     }

@@ -136,7 +136,7 @@ class CudaReducer final : public Reducer {
     try {
       ws_ = &state_->workspace(stream_);  // temp storage allocated now, not per call
       chunks_ = std::make_unique<CudaDevice>(*state_, *ws_);
-      segments_ = std::make_unique<CudaSegments>(*state_, stream_);
+      segments_ = std::make_unique<Segments>(*state_, stream_);
     } catch (...) {
       segments_.reset();
       chunks_.reset();
@@ -171,7 +171,7 @@ class CudaReducer final : public Reducer {
   cudaStream_t stream_ = nullptr;
   Workspace* ws_ = nullptr;
   std::unique_ptr<CudaDevice> chunks_;  // every host input goes through it
-  std::unique_ptr<CudaSegments> segments_;  // segmented reductions of host data
+  std::unique_ptr<Segments> segments_;  // segmented reductions of host data
 };
 
 std::string device_detail(int d) {

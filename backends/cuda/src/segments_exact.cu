@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstddef>
 
+#include "arith.hpp"
 #include "check.hpp"
 #include "kernels_cu/segments_exact.cuh"
 #include "segments.hpp"
@@ -28,7 +29,7 @@ static_assert(ks::kFlagNaN == ExactSum::kFlagNaN && ks::kFlagPosInf == ExactSum:
 void launch_exact_pieces(DType type, const void* data, const void* pieces, u64 count, std::int64_t* words,
                          cudaStream_t stream) {
   if (count == 0) return;
-  const u64 grid = ceil_div(count, ks::kExactPieceWarps);
+  const u64 grid = xr::detail::ceil_div(count, ks::kExactPieceWarps);
   if (grid > static_cast<u64>(INT_MAX))
     throw InvalidArgument("cuda: " + std::to_string(count) + " exact pieces in one launch (at most " +
                           std::to_string(u64(INT_MAX) * ks::kExactPieceWarps) + ")");

@@ -121,8 +121,3 @@ XR_ELEMENT_TYPES(XR_CUDA_EXTERN)
 #undef XR_CUDA_EXTERN
 
 }  // namespace xr::cuda
-
-namespace xr {
-// The short name this API had first.
-namespace cu = cuda;
-}  // namespace xr
