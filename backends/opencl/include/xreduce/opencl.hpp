@@ -66,19 +66,20 @@ Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::
 // the host's xr::ExactSum of its segment, rounded once: the exact states of its pieces are read
 // back, merged and rounded on the host, and written to `out`. Timing as for reduce; transfer_ms
 // covers the reads and writes the call makes (the offsets read back; exact: piece states, values).
+// The arguments are in the order of xreduce/cuda.hpp's: the op before `out`.
 //
 // reduce_segments: segment i is elements [offsets[i], offsets[i + 1]) of the n elements from
 // element `offset` of `data`; `offsets` holds n_segments + 1 int64 values, relative to `offset`.
 // They are read back and checked (xr::check_offsets) before anything is launched:
 // InvalidArgument names the first bad position.
 XR_API Result reduce_segments(cl_command_queue queue, cl_mem data, std::uint64_t offset, std::uint64_t n, DType type,
-                              cl_mem offsets, std::uint64_t n_segments, cl_mem out, Op op,
+                              cl_mem offsets, std::uint64_t n_segments, Op op, cl_mem out,
                               const RunOptions& options = {});
 
 // reduce_axis: one value per row (axis 1) or per column (axis 0) of the matrix `shape` whose
 // element (0, 0) is element `offset` of `data` (xr::axis_layout).
 XR_API Result reduce_axis(cl_command_queue queue, cl_mem data, std::uint64_t offset, DType type,
-                          const MatrixShape& shape, int axis, cl_mem out, Op op, const RunOptions& options = {});
+                          const MatrixShape& shape, int axis, Op op, cl_mem out, const RunOptions& options = {});
 
 // The segmented strategies as they run on `device`, with the layouts each reduces.
 XR_API std::vector<KernelInfo> segment_kernels(cl_device_id device);
