@@ -864,4 +864,86 @@ TEST_CASE("a queue without profiling: host-clock times, the same values") {
   }
 }
 
+TEST_CASE("the asynchronous forms: one pass enqueued, its values once the queue has run it") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    // The record of a call that returns none, for expect_agrees: the values are checked under
+    // the deepest rounding a segment of its length may have.
+    const auto record_of = [](const SegmentLayout& layout) {
+      Result r;
+      r.n = layout.elements();
+      r.backend = "opencl";
+      return r;
+    };
+    // Rows and columns of a strided matrix, offset in its buffer, with every strategy, on both queues.
+    const MatrixShape shape{300, 77, 80};
+    for (int axis : {0, 1}) {
+      const SegmentLayout layout = axis_layout(shape, axis);
+      const HostBuffer data = generate(DType::F32, layout.span() + 2, Dist::Uniform, 81);
+      DeviceBuffer in(t, data.bytes(), data.data());
+      for (const auto& s : strategies(t, layout.kind))
+        for (cl_command_queue q : {t.queue, t.plain_queue}) {
+          RunOptions o;
+          o.kernel = s;
+          DeviceBuffer out(t, layout.count * sizeof(float));
+          opencl::reduce_axis_async(q, in.mem, 2, DType::F32, shape, axis, Op::Sum, out.mem, o);
+          od::check(clFinish(q), "clFinish");
+          expect_agrees(t, record_of(layout), out.mem, data, 2, layout, Op::Sum, o,
+                        name_of(s, Op::Sum, DType::F32, "async, axis " + std::to_string(axis)));
+        }
+    }
+    // Offsets of mixed lengths and empty segments, every strategy, a few ops and types.
+    const auto offsets = offsets_of(lognormal_lengths(2000, 3.0, 1.2, 82), 3);
+    const SegmentLayout layout = offsets_layout(offsets);
+    const u64 n = static_cast<u64>(offsets.back()) + 5;
+    DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
+    for (const auto& s : strategies(t, SegmentKind::Offsets))
+      for (const auto& [type, op] : {std::pair{DType::F32, Op::Sum}, std::pair{DType::I32, Op::Max}}) {
+        RunOptions o;
+        o.kernel = s;
+        const HostBuffer data = generate(type, n, dist_for(op), 83);
+        DeviceBuffer in(t, data.bytes(), data.data());
+        DeviceBuffer out(t, layout.count * size_of(result_dtype(op, type)));
+        opencl::reduce_segments_async(t.queue, in.mem, 0, n, type, offs.mem, layout.count, op, out.mem, o);
+        od::check(clFinish(t.queue), "clFinish");
+        expect_agrees(t, record_of(layout), out.mem, data, 0, layout, op, o, name_of(s, op, type, "async offsets"));
+      }
+    // Offsets the host never checks: every strategy that does not read them back completes, within
+    // the buffers; binned and multigroup read them back and refuse them as the synchronous form does.
+    const std::vector<float> x(20000, 1.0f);
+    std::vector<std::int64_t> wild(401);
+    std::mt19937_64 rng(84);
+    for (auto& v : wild) v = static_cast<std::int64_t>(rng()) >> (rng() % 60);
+    wild[0] = -5;
+    DeviceBuffer in(t, x.size() * sizeof(float), x.data());
+    DeviceBuffer wild_offs(t, wild.size() * sizeof(std::int64_t), wild.data());
+    DeviceBuffer out(t, wild.size() * sizeof(float));
+    for (const auto& s : strategies(t, SegmentKind::Offsets)) {
+      CAPTURE(s);
+      RunOptions o;
+      o.kernel = s;
+      const auto call = [&] {
+        opencl::reduce_segments_async(t.queue, in.mem, 0, x.size(), DType::F32, wild_offs.mem, wild.size() - 1, Op::Sum,
+                                      out.mem, o);
+      };
+      if (s == "binned" || s == "multigroup") {
+        CHECK_THROWS_AS(call(), InvalidArgument);
+        continue;
+      }
+      CHECK_NOTHROW(call());
+      od::check(clFinish(t.queue), "clFinish");
+      const HostBuffer v = read_back(t, out.mem, DType::F32, wild.size() - 1);
+      for (u64 i = 0; i + 1 < wild.size(); ++i) CHECK(v.as<float>()[i] <= static_cast<float>(x.size()));
+    }
+    // Exact sums round on the host: refused.
+    RunOptions exact;
+    exact.exact = true;
+    DeviceBuffer exact_in(t, n * sizeof(float));
+    DeviceBuffer exact_out(t, layout.count * sizeof(float));
+    CHECK_THROWS_AS(opencl::reduce_segments_async(t.queue, exact_in.mem, 0, n, DType::F32, offs.mem, layout.count,
+                                                  Op::Sum, exact_out.mem, exact),
+                    InvalidArgument);
+  }
+}
+
 int main(int argc, char** argv) { return run_on_targets(argc, argv, "opencl segments"); }

@@ -71,10 +71,21 @@ Result reduce_segments(cl_command_queue queue, cl_mem data, std::uint64_t offset
   return run(queue, data, offset, n, type, offsets_layout(n_segments), offsets, op, out, options, true);
 }
 
+void reduce_segments_async(cl_command_queue queue, cl_mem data, std::uint64_t offset, std::uint64_t n, DType type,
+                           cl_mem offsets, std::uint64_t n_segments, Op op, cl_mem out, const RunOptions& options) {
+  run(queue, data, offset, n, type, offsets_layout(n_segments), offsets, op, out, options, false);
+}
+
 Result reduce_axis(cl_command_queue queue, cl_mem data, std::uint64_t offset, DType type, const MatrixShape& shape,
                    int axis, Op op, cl_mem out, const RunOptions& options) {
   const SegmentLayout layout = axis_layout(shape, axis);
   return run(queue, data, offset, layout.span(), type, layout, nullptr, op, out, options, true);
+}
+
+void reduce_axis_async(cl_command_queue queue, cl_mem data, std::uint64_t offset, DType type, const MatrixShape& shape,
+                       int axis, Op op, cl_mem out, const RunOptions& options) {
+  const SegmentLayout layout = axis_layout(shape, axis);
+  run(queue, data, offset, layout.span(), type, layout, nullptr, op, out, options, false);
 }
 
 }  // namespace xr::opencl

@@ -81,6 +81,21 @@ XR_API Result reduce_segments(cl_command_queue queue, cl_mem data, std::uint64_t
 XR_API Result reduce_axis(cl_command_queue queue, cl_mem data, std::uint64_t offset, DType type,
                           const MatrixShape& shape, int axis, Op op, cl_mem out, const RunOptions& options = {});
 
+// The asynchronous forms: the same arguments and checks of the buffers, one pass enqueued on
+// `queue` (no warmup, no repeat, nothing timed), and the call returns without waiting for it; on
+// an in-order queue commands enqueued after it see `out` written. The offsets stay on the device:
+// the kernels clamp every segment into the input, so offsets that decrease or leave [0, n) read
+// and write nothing outside the buffers (their values are then those of the clamped segments).
+// Without the offsets auto takes balanced on GPUs (serial on CPU devices); binned and multigroup,
+// which size their launches from the offsets, read them back and check them first (waiting for
+// the commands before; InvalidArgument as in reduce_segments). Exact sums, which round on the
+// host, are InvalidArgument here. Scratch buffers are released once the queue has run the pass.
+XR_API void reduce_segments_async(cl_command_queue queue, cl_mem data, std::uint64_t offset, std::uint64_t n,
+                                  DType type, cl_mem offsets, std::uint64_t n_segments, Op op, cl_mem out,
+                                  const RunOptions& options = {});
+XR_API void reduce_axis_async(cl_command_queue queue, cl_mem data, std::uint64_t offset, DType type,
+                              const MatrixShape& shape, int axis, Op op, cl_mem out, const RunOptions& options = {});
+
 // The segmented strategies as they run on `device`, with the layouts each reduces.
 XR_API std::vector<KernelInfo> segment_kernels(cl_device_id device);
 
