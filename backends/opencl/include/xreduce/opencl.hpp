@@ -111,8 +111,3 @@ XR_API void clear_program_cache();
 XR_API std::size_t program_cache_size();
 
 }  // namespace xr::opencl
-
-namespace xr {
-// The short name this API had first.
-namespace ocl = opencl;
-}  // namespace xr
