@@ -2,7 +2,6 @@
 // passes, launch them on a queue, time them, read the result back.
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
