@@ -1,5 +1,5 @@
 // An application that uses the installed xreduce's OpenCL API: its own context, queue and buffer
-// (OpenCL::OpenCL comes with xreduce::xreduce), reduced in place by xr::ocl::reduce.
+// (OpenCL::OpenCL comes with xreduce::xreduce), reduced in place by xr::opencl::reduce.
 #include <cstdint>
 #include <cstdio>
 #include <numeric>
@@ -27,11 +27,11 @@ int main() {
                                    : nullptr;
   int failures = 0;
   if (rc != CL_SUCCESS) {
-    std::printf("opencl: setting up the buffer failed: %s\n", xr::ocl::error_name(rc));
+    std::printf("opencl: setting up the buffer failed: %s\n", xr::opencl::error_name(rc));
     failures = 1;
   } else {
     try {
-      const xr::Result r = xr::ocl::reduce<std::int32_t>(queue, buffer, 0, data.size(), xr::Op::Sum);
+      const xr::Result r = xr::opencl::reduce<std::int32_t>(queue, buffer, 0, data.size(), xr::Op::Sum);
       std::printf("opencl cl_mem on %s: %s\n", r.device.c_str(), r.value.to_string().c_str());
       failures = r.value.i != 500500;
     } catch (const xr::Error& e) {

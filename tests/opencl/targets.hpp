@@ -16,7 +16,7 @@
 
 namespace xr::ocl_test {
 
-namespace od = xr::ocl::detail;
+namespace od = xr::opencl::detail;
 
 struct Target {
   int platform = 0;

@@ -23,7 +23,7 @@
 #include "xreduce/xreduce.hpp"
 
 using namespace xr;
-namespace od = xr::ocl::detail;
+namespace od = xr::opencl::detail;
 using namespace xr::ocl_test;
 
 namespace {
@@ -81,10 +81,10 @@ TEST_CASE("every embedded program builds (each rung x op x type x finish the dev
     std::printf("%s: %zu + %zu pair programs built in %.1f s\n", t.label().c_str(), options.size(),
                 pair_options.size(), s);
     // Built once: asking again hits the cache.
-    const std::size_t cached = ocl::program_cache_size();
+    const std::size_t cached = opencl::program_cache_size();
     for (const auto& o : options) od::cached_kernel(ctx, t.caps.device, od::kSource, o, od::kKernel);
     for (const auto& o : pair_options) od::cached_kernel(ctx, t.caps.device, od::kPairSource, o, od::kPairKernel);
-    CHECK(ocl::program_cache_size() == cached);
+    CHECK(opencl::program_cache_size() == cached);
   }
 }
 
@@ -117,17 +117,17 @@ TEST_CASE("a build failure throws KernelBuildError carrying the build log") {
 }
 
 TEST_CASE("error names and the checked-call message") {
-  CHECK(std::string(ocl::error_name(CL_SUCCESS)) == "CL_SUCCESS");
-  CHECK(std::string(ocl::error_name(CL_OUT_OF_RESOURCES)) == "CL_OUT_OF_RESOURCES");
-  CHECK(std::string(ocl::error_name(CL_MEM_OBJECT_ALLOCATION_FAILURE)) == "CL_MEM_OBJECT_ALLOCATION_FAILURE");
-  CHECK(std::string(ocl::error_name(CL_INVALID_WORK_GROUP_SIZE)) == "CL_INVALID_WORK_GROUP_SIZE");
-  CHECK(std::string(ocl::error_name(-1001)) == "CL_PLATFORM_NOT_FOUND_KHR");
-  CHECK(std::string(ocl::error_name(-72)) == "CL_MAX_SIZE_RESTRICTION_EXCEEDED");
-  CHECK(std::string(ocl::error_name(-12345)) == "CL_ERROR_-12345");
+  CHECK(std::string(opencl::error_name(CL_SUCCESS)) == "CL_SUCCESS");
+  CHECK(std::string(opencl::error_name(CL_OUT_OF_RESOURCES)) == "CL_OUT_OF_RESOURCES");
+  CHECK(std::string(opencl::error_name(CL_MEM_OBJECT_ALLOCATION_FAILURE)) == "CL_MEM_OBJECT_ALLOCATION_FAILURE");
+  CHECK(std::string(opencl::error_name(CL_INVALID_WORK_GROUP_SIZE)) == "CL_INVALID_WORK_GROUP_SIZE");
+  CHECK(std::string(opencl::error_name(-1001)) == "CL_PLATFORM_NOT_FOUND_KHR");
+  CHECK(std::string(opencl::error_name(-72)) == "CL_MAX_SIZE_RESTRICTION_EXCEEDED");
+  CHECK(std::string(opencl::error_name(-12345)) == "CL_ERROR_-12345");
   // Every code from 0 to -72 that OpenCL defines has a name.
   for (int c : {0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15, -16, -17, -18, -19})
-    CHECK(std::string(ocl::error_name(c)).rfind("CL_ERROR_", 0) != 0);
-  for (int c = -30; c >= -72; --c) CHECK(std::string(ocl::error_name(c)).rfind("CL_ERROR_", 0) != 0);
+    CHECK(std::string(opencl::error_name(c)).rfind("CL_ERROR_", 0) != 0);
+  for (int c = -30; c >= -72; --c) CHECK(std::string(opencl::error_name(c)).rfind("CL_ERROR_", 0) != 0);
   CHECK_NOTHROW(od::check(CL_SUCCESS, "clFinish"));
   try {
     od::check(CL_MEM_OBJECT_ALLOCATION_FAILURE, "clCreateBuffer", od::format_bytes(1ull << 30));
@@ -150,7 +150,7 @@ TEST_CASE("cl_mem API: offset, range checks, queues with and without profiling")
     }();
     DeviceBuffer bi(t, xi), bf(t, xf);
     const std::uint64_t off = 37, n = 4321;
-    const auto ladder = ocl::kernels(t.caps.device);
+    const auto ladder = opencl::kernels(t.caps.device);
     const std::string pair_rung = od::pair_rung_name(t.caps);
     for (cl_command_queue q : {t.queue, t.plain_queue}) {
       for (const char* rung : {"naive", "coarse4", "vector", pair_rung.c_str(), "auto"}) {
@@ -163,38 +163,38 @@ TEST_CASE("cl_mem API: offset, range checks, queues with and without profiling")
         for (Op op : all_ops) {
           CAPTURE(to_string(op));
           if (!info.supports(op, DType::I32)) {  // a pair op on a rung without it
-            CHECK_THROWS_WITH_AS(ocl::reduce<std::int32_t>(q, bi.mem, off, n, op, o),
+            CHECK_THROWS_WITH_AS(opencl::reduce<std::int32_t>(q, bi.mem, off, n, op, o),
                                  doctest::Contains(std::string(to_string(op)).c_str()), InvalidArgument);
             continue;
           }
-          const Result ri = ocl::reduce<std::int32_t>(q, bi.mem, off, n, op, o);
+          const Result ri = opencl::reduce<std::int32_t>(q, bi.mem, off, n, op, o);
           expect_agrees(ri, hi, op, Accumulator::Wide, std::string("i32 ") + std::string(to_string(op)));
           CHECK(ri.n == n);
           CHECK(ri.backend == "opencl");
           CHECK(ri.kernel_ms > 0);
-          const Result rf = ocl::reduce(q, bf.mem, off, n, DType::F32, op, o);
+          const Result rf = opencl::reduce(q, bf.mem, off, n, DType::F32, op, o);
           expect_agrees(rf, hf, op, Accumulator::Wide, std::string("f32 ") + std::string(to_string(op)));
         }
       }
     }
     // The whole buffer, and an empty range at its end.
-    CHECK(ocl::reduce<std::int32_t>(t.queue, bi.mem, 0, xi.size(), Op::Sum).value.i ==
+    CHECK(opencl::reduce<std::int32_t>(t.queue, bi.mem, 0, xi.size(), Op::Sum).value.i ==
           std::accumulate(xi.begin(), xi.end(), std::int64_t{0}));
-    CHECK(ocl::reduce<std::int32_t>(t.queue, bi.mem, xi.size(), 0, Op::Sum).value.i == 0);
-    CHECK_THROWS_AS(ocl::reduce<std::int32_t>(t.queue, bi.mem, xi.size(), 0, Op::Min), EmptyInput);
+    CHECK(opencl::reduce<std::int32_t>(t.queue, bi.mem, xi.size(), 0, Op::Sum).value.i == 0);
+    CHECK_THROWS_AS(opencl::reduce<std::int32_t>(t.queue, bi.mem, xi.size(), 0, Op::Min), EmptyInput);
     // Beyond the buffer, wrong element size, unknown rung.
-    CHECK_THROWS_AS(ocl::reduce<std::int32_t>(t.queue, bi.mem, 1, xi.size(), Op::Sum), InvalidArgument);
-    CHECK_THROWS_AS(ocl::reduce<std::int64_t>(t.queue, bi.mem, 0, xi.size(), Op::Sum), InvalidArgument);
+    CHECK_THROWS_AS(opencl::reduce<std::int32_t>(t.queue, bi.mem, 1, xi.size(), Op::Sum), InvalidArgument);
+    CHECK_THROWS_AS(opencl::reduce<std::int64_t>(t.queue, bi.mem, 0, xi.size(), Op::Sum), InvalidArgument);
     RunOptions bad;
     bad.kernel = "no_such_rung";
-    CHECK_THROWS_AS(ocl::reduce<std::int32_t>(t.queue, bi.mem, 0, 10, Op::Sum, bad), InvalidArgument);
+    CHECK_THROWS_AS(opencl::reduce<std::int32_t>(t.queue, bi.mem, 0, 10, Op::Sum, bad), InvalidArgument);
     // A buffer from another context.
     cl_int rc = CL_SUCCESS;
     cl_context other = clCreateContext(nullptr, 1, &t.caps.device, nullptr, nullptr, &rc);
     od::check(rc, "clCreateContext");
     cl_mem foreign = clCreateBuffer(other, CL_MEM_READ_WRITE, 64, nullptr, &rc);
     od::check(rc, "clCreateBuffer");
-    CHECK_THROWS_AS(ocl::reduce<std::int32_t>(t.queue, foreign, 0, 4, Op::Sum), InvalidArgument);
+    CHECK_THROWS_AS(opencl::reduce<std::int32_t>(t.queue, foreign, 0, 4, Op::Sum), InvalidArgument);
     clReleaseMemObject(foreign);
     clReleaseContext(other);
   }
@@ -540,16 +540,16 @@ TEST_CASE("the program cache is reused across reductions and reducers, and can b
   auto& t = targets().front();
   const HostBuffer f = generate(DType::F32, 5000, Dist::Uniform, 12);
   t.reducer->reduce(f.view(), Op::Sum);
-  const std::size_t before = ocl::program_cache_size();
+  const std::size_t before = opencl::program_cache_size();
   t.reducer->reduce(f.view(), Op::Sum);
   BackendOptions o;
   o.platform = t.platform;
   make_reducer("opencl", o)->reduce(f.view(), Op::Sum);
-  CHECK(ocl::program_cache_size() == before);
-  ocl::clear_program_cache();
-  CHECK(ocl::program_cache_size() == 0);
+  CHECK(opencl::program_cache_size() == before);
+  opencl::clear_program_cache();
+  CHECK(opencl::program_cache_size() == 0);
   expect_agrees(t.reducer->reduce(f.view(), Op::Sum), f.view(), Op::Sum, Accumulator::Wide, "after clear");
-  CHECK(ocl::program_cache_size() >= 1);
+  CHECK(opencl::program_cache_size() >= 1);
 }
 
 TEST_CASE("a streaming reducer releases every buffer it created: the shared context's references return") {

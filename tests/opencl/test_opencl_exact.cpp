@@ -30,7 +30,7 @@
 #include "xreduce/xreduce.hpp"
 
 using namespace xr;
-namespace od = xr::ocl::detail;
+namespace od = xr::opencl::detail;
 using namespace xr::ocl_test;
 using u64 = std::uint64_t;
 
@@ -269,7 +269,7 @@ TEST_CASE("exact opencl: which rungs honour exact mode; what it rejects") {
     CHECK_THROWS_AS(r.reduce(v, Op::Sum, o), InvalidArgument);
     {
       DeviceBuffer b(t, v);
-      CHECK_THROWS_AS(ocl::reduce<float>(t.queue, b.mem, 0, v.size(), Op::Sum, o), InvalidArgument);
+      CHECK_THROWS_AS(opencl::reduce<float>(t.queue, b.mem, 0, v.size(), Op::Sum, o), InvalidArgument);
     }
     o.kernel = "auto";
     CHECK_THROWS_AS(r.reduce(v, Op::Prod, o), InvalidArgument);
@@ -368,8 +368,8 @@ TEST_CASE("exact opencl: cl_mem path with offsets, both queues; raw state equals
     expect_raw(t, t.queue, bz.mem, 1, z, Shape{}, "-0 after an offset");
     RunOptions o;
     o.exact = true;
-    CHECK(std::signbit(ocl::reduce<float>(t.queue, bz.mem, 1, z.size() - 1, Op::Sum, o).value.f));
-    CHECK(ocl::reduce<float>(t.queue, bz.mem, 0, z.size(), Op::Sum, o).value.f == 1.0f);
+    CHECK(std::signbit(opencl::reduce<float>(t.queue, bz.mem, 1, z.size() - 1, Op::Sum, o).value.f));
+    CHECK(opencl::reduce<float>(t.queue, bz.mem, 0, z.size(), Op::Sum, o).value.f == 1.0f);
   });
 }
 

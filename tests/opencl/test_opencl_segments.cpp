@@ -25,7 +25,7 @@
 #include "xreduce/xreduce.hpp"
 
 using namespace xr;
-namespace od = xr::ocl::detail;
+namespace od = xr::opencl::detail;
 using namespace xr::ocl_test;
 using u64 = std::uint64_t;
 
@@ -58,7 +58,7 @@ std::vector<DType> types_of(const Target& t) {
 // The strategies of this device that reduce `kind`, auto first.
 std::vector<std::string> strategies(const Target& t, SegmentKind kind) {
   std::vector<std::string> out;
-  for (const auto& k : ocl::segment_kernels(t.caps.device))
+  for (const auto& k : opencl::segment_kernels(t.caps.device))
     if (std::find(k.layouts.begin(), k.layouts.end(), kind) != k.layouts.end()) out.push_back(k.name);
   return out;
 }
@@ -100,18 +100,21 @@ void expect_agrees(const Target& t, const Result& r, cl_mem out, const HostBuffe
   CHECK_MESSAGE(r.backend == "opencl", what);
 }
 
-// A call of `kernel` over f32 sums on cl_mem buffers: n elements in `in`, the values into `out`,
-// an Offsets layout's offsets in `offsets` beside their host copy in layout.offsets.
-od::SegmentCall call_on(cl_mem in, u64 n, const SegmentLayout& layout, cl_mem offsets, cl_mem out,
-                        const std::string& kernel = "auto") {
-  od::SegmentCall call;
-  call.data = in;
-  call.n = n;
-  call.options.kernel = kernel;
-  call.layout = layout;
-  call.offsets = offsets;
-  call.out = out;
-  return call;
+// A job of `kernel` (f32 sums unless told) on cl_mem buffers: n elements in `in`, the values into
+// `out`, an Offsets layout's offsets in `offsets` beside their host copy in layout.offsets.
+xr::detail::SegmentJob job_on(cl_mem in, u64 n, const SegmentLayout& layout, cl_mem offsets, cl_mem out,
+                              const std::string& kernel = "auto", DType type = DType::F32, Op op = Op::Sum) {
+  xr::detail::SegmentJob job;
+  job.op = op;
+  job.type = type;
+  job.result_type = result_dtype(op, type);
+  job.options.kernel = kernel;
+  job.layout = layout;
+  job.data = xr::detail::Memory::device(in);
+  job.n = n;
+  job.offsets = xr::detail::Memory::device(offsets);
+  job.out = xr::detail::Memory::device(out);
+  return job;
 }
 
 std::string name_of(const std::string& strategy, Op op, DType type, const std::string& shape) {
@@ -124,7 +127,7 @@ void check_axis(const Target& t, const HostBuffer& data, u64 offset, const Matri
   const SegmentLayout layout = axis_layout(shape, axis);
   DeviceBuffer in(t, data.bytes(), data.data());
   DeviceBuffer out(t, layout.count * size_of(result_dtype(op, data.type(), o.accumulator)));
-  const Result r = ocl::reduce_axis(t.queue, in.mem, offset, data.type(), shape, axis, out.mem, op, o);
+  const Result r = opencl::reduce_axis(t.queue, in.mem, offset, data.type(), shape, axis, op, out.mem, o);
   expect_agrees(t, r, out.mem, data, offset, layout, op, o, what);
 }
 
@@ -143,8 +146,8 @@ void check_offsets_call(const Target& t, const HostBuffer& data, u64 offset, con
   DeviceBuffer in(t, data.bytes(), data.data());
   DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
   DeviceBuffer out(t, layout.count * size_of(result_dtype(op, data.type(), o.accumulator)));
-  const Result r = ocl::reduce_segments(t.queue, in.mem, offset, data.size() - offset, data.type(), offs.mem,
-                                        layout.count, out.mem, op, o);
+  const Result r = opencl::reduce_segments(t.queue, in.mem, offset, data.size() - offset, data.type(), offs.mem,
+                                        layout.count, op, out.mem, o);
   expect_agrees(t, r, out.mem, data, offset, layout, op, o, what);
 }
 
@@ -194,7 +197,7 @@ std::vector<Lengths> offset_cases() {
 TEST_CASE("the strategies: auto first, each with its layouts, f64 only with cl_khr_fp64") {
   for (auto& t : targets()) {
     CAPTURE(t.label());
-    const auto list = ocl::segment_kernels(t.caps.device);
+    const auto list = opencl::segment_kernels(t.caps.device);
     std::vector<std::string> names;
     for (const auto& k : list) names.push_back(k.name);
     CHECK(names == std::vector<std::string>{"auto", "lanes", "workgroup", "multigroup", "binned", "balanced",
@@ -351,7 +354,7 @@ TEST_CASE("special values: NaN, infinities, -0 and empty segments per strategy")
       DeviceBuffer out(t, 3 * sizeof(float));
       RunOptions opt;
       opt.kernel = s;
-      ocl::reduce_segments(t.queue, in.mem, 0, zeros.size(), DType::F32, offs.mem, 3, out.mem, Op::Sum, opt);
+      opencl::reduce_segments(t.queue, in.mem, 0, zeros.size(), DType::F32, offs.mem, 3, Op::Sum, out.mem, opt);
       const HostBuffer v = read_back(t, out.mem, DType::F32, 3);
       CHECK(std::signbit(v.as<float>()[0]));
       CHECK((v.as<float>()[1] == 0.0f && !std::signbit(v.as<float>()[1])));
@@ -394,8 +397,8 @@ TEST_CASE("exact sums through cl_mem: every value the host ExactSum of its segme
       DeviceBuffer in(t, special.bytes(), special.data());
       DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
       DeviceBuffer out(t, (offsets.size() - 1) * size_of(result));
-      const Result r = ocl::reduce_segments(t.queue, in.mem, 0, special.size(), type, offs.mem, offsets.size() - 1,
-                                            out.mem, Op::Sum, o);
+      const Result r = opencl::reduce_segments(t.queue, in.mem, 0, special.size(), type, offs.mem, offsets.size() - 1,
+                                            Op::Sum, out.mem, o);
       CHECK(r.rounding_depth == 1);
       const HostBuffer got = read_back(t, out.mem, result, offsets.size() - 1);
       for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
@@ -413,7 +416,7 @@ TEST_CASE("exact sums through cl_mem: every value the host ExactSum of its segme
 TEST_CASE("exact piece states: word for word exact_piece_state, any step, empty pieces, special values") {
   for (auto& t : targets()) {
     CAPTURE(t.label());
-    od::SegmentQueueDevice device(t.caps, t.context, t.queue);
+    od::Segments device(t.caps, t.context, t.queue, true);
     for (DType type : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
       if (type == DType::F64 && !t.caps.fp64) continue;
       for (Dist dist : {Dist::Wide, Dist::Special, Dist::Cancel}) {
@@ -427,7 +430,7 @@ TEST_CASE("exact piece states: word for word exact_piece_state, any step, empty 
         std::vector<std::int64_t> got(pieces.size() * words), want(pieces.size() * words);
         RunOptions o;
         o.repeat = 2;
-        device.exact_pieces(data.data(), n, type, pieces, got.data(), o);
+        device.exact_pieces(xr::detail::Memory::host(data.data()), n, type, pieces, got.data(), o);
         std::vector<float> wide;
         if (is_half(type))
           for (u64 i = 0; i < n; ++i) wide.push_back(static_cast<float>(element(data, i).to_double()));
@@ -445,7 +448,8 @@ TEST_CASE("exact piece states: word for word exact_piece_state, any step, empty 
       const HostBuffer data = generate(type, 100, Dist::Uniform, 1);
       std::vector<xr::detail::ExactPiece> bad = {{90, 11, 1}};
       std::vector<std::int64_t> w(xr::detail::exact_piece_words(compute_dtype(type)));
-      CHECK_THROWS_AS(device.exact_pieces(data.data(), 100, type, bad, w.data(), {}), InvalidArgument);
+      CHECK_THROWS_AS(device.exact_pieces(xr::detail::Memory::host(data.data()), 100, type, bad, w.data(), {}),
+                      InvalidArgument);
     }
   }
 }
@@ -458,7 +462,7 @@ TEST_CASE("bad arguments: InvalidArgument naming the problem, before anything ru
     DeviceBuffer out(t, 100 * sizeof(double));
     auto segments = [&](const std::vector<std::int64_t>& o, u64 n = 100, const RunOptions& opt = {}) {
       DeviceBuffer offs(t, o.size() * sizeof(std::int64_t), o.data());
-      return ocl::reduce_segments(t.queue, in.mem, 0, n, DType::F32, offs.mem, o.size() - 1, out.mem, Op::Sum, opt);
+      return opencl::reduce_segments(t.queue, in.mem, 0, n, DType::F32, offs.mem, o.size() - 1, Op::Sum, out.mem, opt);
     };
     auto message = [&](const std::vector<std::int64_t>& o) -> std::string {
       try {
@@ -477,12 +481,12 @@ TEST_CASE("bad arguments: InvalidArgument naming the problem, before anything ru
     // The offsets buffer holds fewer than n_segments + 1 values; the values buffer too few.
     {
       DeviceBuffer offs(t, 2 * sizeof(std::int64_t));
-      CHECK_THROWS_AS(ocl::reduce_segments(t.queue, in.mem, 0, 100, DType::F32, offs.mem, 2, out.mem, Op::Sum),
+      CHECK_THROWS_AS(opencl::reduce_segments(t.queue, in.mem, 0, 100, DType::F32, offs.mem, 2, Op::Sum, out.mem),
                       InvalidArgument);
       DeviceBuffer small(t, 2 * sizeof(float));
       const std::vector<std::int64_t> o{0, 1, 2, 3};
       DeviceBuffer offs3(t, o.size() * sizeof(std::int64_t), o.data());
-      CHECK_THROWS_AS(ocl::reduce_segments(t.queue, in.mem, 0, 100, DType::F32, offs3.mem, 3, small.mem, Op::Sum),
+      CHECK_THROWS_AS(opencl::reduce_segments(t.queue, in.mem, 0, 100, DType::F32, offs3.mem, 3, Op::Sum, small.mem),
                       InvalidArgument);
     }
     // Unknown strategies, a strategy for other layouts, exact products, a matrix beyond the buffer.
@@ -494,39 +498,39 @@ TEST_CASE("bad arguments: InvalidArgument naming the problem, before anything ru
     CHECK_THROWS_AS(segments({0, 10}, 100, cols), InvalidArgument);
     RunOptions lanes;
     lanes.kernel = "lanes";
-    CHECK_THROWS_AS(ocl::reduce_axis(t.queue, in.mem, 0, DType::F32, MatrixShape{10, 10}, 0, out.mem, Op::Sum, lanes),
+    CHECK_THROWS_AS(opencl::reduce_axis(t.queue, in.mem, 0, DType::F32, MatrixShape{10, 10}, 0, Op::Sum, out.mem, lanes),
                     InvalidArgument);
     RunOptions exact_prod;
     exact_prod.exact = true;
     DeviceBuffer offs(t, 2 * sizeof(std::int64_t), std::vector<std::int64_t>{0, 10}.data());
     CHECK_THROWS_AS(
-        ocl::reduce_segments(t.queue, in.mem, 0, 100, DType::F32, offs.mem, 1, out.mem, Op::Prod, exact_prod),
+        opencl::reduce_segments(t.queue, in.mem, 0, 100, DType::F32, offs.mem, 1, Op::Prod, out.mem, exact_prod),
         InvalidArgument);
-    CHECK_THROWS_AS(ocl::reduce_axis(t.queue, in.mem, 0, DType::F32, MatrixShape{11, 10}, 1, out.mem, Op::Sum),
+    CHECK_THROWS_AS(opencl::reduce_axis(t.queue, in.mem, 0, DType::F32, MatrixShape{11, 10}, 1, Op::Sum, out.mem),
                     InvalidArgument);
-    CHECK_THROWS_AS(ocl::reduce_axis(t.queue, in.mem, 1, DType::F32, MatrixShape{10, 10}, 1, out.mem, Op::Sum),
+    CHECK_THROWS_AS(opencl::reduce_axis(t.queue, in.mem, 1, DType::F32, MatrixShape{10, 10}, 1, Op::Sum, out.mem),
                     InvalidArgument);
-    CHECK_THROWS_AS(ocl::reduce_axis(t.queue, in.mem, 0, DType::F32, MatrixShape{10, 10}, 2, out.mem, Op::Sum),
+    CHECK_THROWS_AS(opencl::reduce_axis(t.queue, in.mem, 0, DType::F32, MatrixShape{10, 10}, 2, Op::Sum, out.mem),
                     InvalidArgument);
-    CHECK_THROWS_AS(ocl::reduce_axis(nullptr, in.mem, 0, DType::F32, MatrixShape{10, 10}, 1, out.mem, Op::Sum),
+    CHECK_THROWS_AS(opencl::reduce_axis(nullptr, in.mem, 0, DType::F32, MatrixShape{10, 10}, 1, Op::Sum, out.mem),
                     InvalidArgument);
     // A buffer of another context.
     cl_int rc = CL_SUCCESS;
     cl_mem foreign = clCreateBuffer(od::shared_context(t.caps), CL_MEM_READ_WRITE, 400, nullptr, &rc);
     od::check(rc, "clCreateBuffer");
-    CHECK_THROWS_AS(ocl::reduce_axis(t.queue, foreign, 0, DType::F32, MatrixShape{10, 10}, 1, out.mem, Op::Sum),
+    CHECK_THROWS_AS(opencl::reduce_axis(t.queue, foreign, 0, DType::F32, MatrixShape{10, 10}, 1, Op::Sum, out.mem),
                     InvalidArgument);
     clReleaseMemObject(foreign);
   }
 }
 
 TEST_CASE("offsets on the device that the host did not plan from: nothing read or written out of bounds") {
-  // run_segments plans from the host's offsets; here the device holds others (huge, negative,
+  // A job plans from the host's offsets; here the device holds others (huge, negative,
   // decreasing). The kernels clamp every segment into [0, n) and every list entry into the
   // buffers, so the call completes (its values are whatever the clamped segments give).
   for (auto& t : targets()) {
     CAPTURE(t.label());
-    const od::SegmentQueue q = od::segment_queue(t.queue);
+    od::Segments device(t.queue);
     const std::vector<float> x(20000, 1.0f);
     const auto planned = offsets_of(lognormal_lengths(400, 2.0, 1.5, 5));
     REQUIRE(static_cast<u64>(planned.back()) <= x.size());
@@ -538,11 +542,10 @@ TEST_CASE("offsets on the device that the host did not plan from: nothing read o
     DeviceBuffer out(t, planned.size() * sizeof(float));
     for (const auto& s : strategies(t, SegmentKind::Offsets)) {
       CAPTURE(s);
-      const od::SegmentCall call = call_on(in.mem, x.size(), offsets_layout(planned), offs.mem, out.mem, s);
-      od::SegmentBuffers buffers;
-      CHECK_NOTHROW(od::run_segments(q, call, buffers));
-      const HostBuffer v = read_back(t, out.mem, DType::F32, call.layout.count);
-      for (u64 i = 0; i < call.layout.count; ++i) CHECK(v.as<float>()[i] <= static_cast<float>(x.size()));
+      const xr::detail::SegmentJob job = job_on(in.mem, x.size(), offsets_layout(planned), offs.mem, out.mem, s);
+      CHECK_NOTHROW(device.reduce(job));
+      const HostBuffer v = read_back(t, out.mem, DType::F32, job.layout.count);
+      for (u64 i = 0; i < job.layout.count; ++i) CHECK(v.as<float>()[i] <= static_cast<float>(x.size()));
     }
   }
 }
@@ -561,15 +564,13 @@ TEST_CASE("auto as on a GPU: the strategy each shape gets, and its values, run o
   for (auto& t : targets()) {
     CAPTURE(t.label());
     const od::DeviceCaps gpu = as_h100(t.caps);
-    od::SegmentQueue q = od::segment_queue(t.queue);
-    q.caps = &gpu;
+    od::Segments device(gpu, t.context, t.queue, true);
     const u64 n = u64{1} << 22;
     const HostBuffer data = generate(DType::F32, n, Dist::Uniform, 18);
     DeviceBuffer in(t, data.bytes(), data.data());
     DeviceBuffer out(t, n * sizeof(float));
-    od::SegmentBuffers buffers;
     auto run = [&](const SegmentLayout& layout, cl_mem offsets, const std::string& want, const std::string& what) {
-      const od::SegmentRun r = od::run_segments(q, call_on(in.mem, n, layout, offsets, out.mem), buffers);
+      const xr::detail::SegmentOutcome r = device.reduce(job_on(in.mem, n, layout, offsets, out.mem));
       CHECK_MESSAGE(r.kernel == "auto:" + want, what, ": ", r.kernel, " (", r.finish, ")");
       SegmentedResult got;
       got.kind = layout.kind;
@@ -612,8 +613,7 @@ TEST_CASE("f16 and bf16 in the plans of a GPU: their bits loaded 16 bytes at a t
   for (auto& t : targets()) {
     CAPTURE(t.label());
     const od::DeviceCaps gpu = as_h100(t.caps);
-    od::SegmentQueue q = od::segment_queue(t.queue);
-    q.caps = &gpu;
+    od::Segments device(gpu, t.context, t.queue, true);
     const u64 n = u64{1} << 18;
     const auto offsets = offsets_of(lognormal_lengths(3000, 3.66, 1.0, 23));
     const auto even_offsets = offsets_of(random_lengths(3000, 60, 25));
@@ -629,22 +629,15 @@ TEST_CASE("f16 and bf16 in the plans of a GPU: their bits loaded 16 bytes at a t
       DeviceBuffer in(t, data.bytes(), data.data());
       const DType result = result_dtype(op, type);
       DeviceBuffer out(t, n * size_of(result));
-      od::SegmentBuffers buffers;
       for (const auto& [layout, want] :
            {std::pair{axis_layout({n / 32, 32}, 1), "lanes"}, std::pair{axis_layout({n / 24, 24}, 0), "columns"},
             std::pair{even, "lanes"}, std::pair{segments, "balanced"}}) {
         const std::string what = name_of("auto", op, type, std::string(to_string(layout.kind)));
-        od::SegmentCall call;
-        call.data = in.mem;
-        call.n = n;
-        call.type = type;
-        call.op = op;
-        call.layout = layout;
-        call.offsets = layout.kind != SegmentKind::Offsets ? nullptr
-                       : layout.offsets == even.offsets   ? even_offs.mem
-                                                          : offs.mem;
-        call.out = out.mem;
-        const od::SegmentRun r = od::run_segments(q, call, buffers);
+        const cl_mem offsets_mem = layout.kind != SegmentKind::Offsets ? nullptr
+                                   : layout.offsets == even.offsets   ? even_offs.mem
+                                                                      : offs.mem;
+        const xr::detail::SegmentOutcome r =
+            device.reduce(job_on(in.mem, n, layout, offsets_mem, out.mem, "auto", type, op));
         CHECK_MESSAGE(r.kernel == std::string("auto:") + want, what, ": ", r.kernel);
         SegmentedResult got;
         got.kind = layout.kind;
@@ -799,25 +792,23 @@ TEST_CASE("balanced: the plan of a GPU (132 compute units), run on this device")
     od::DeviceCaps gpu = t.caps;
     gpu.type = CL_DEVICE_TYPE_GPU;
     gpu.compute_units = 132;
-    od::SegmentQueue q = od::segment_queue(t.queue);
-    q.caps = &gpu;
+    od::Segments device(gpu, t.context, t.queue, true);
     const auto offsets = offsets_of(lognormal_lengths(40000, 3.66, 1.0, 71));
     const u64 n = static_cast<u64>(offsets.back());
     const HostBuffer data = generate(DType::F32, n, Dist::Uniform, 72);
     DeviceBuffer in(t, data.bytes(), data.data());
     DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
     DeviceBuffer out(t, (offsets.size() - 1) * sizeof(float));
-    const od::SegmentCall call = call_on(in.mem, n, offsets_layout(offsets), offs.mem, out.mem, "balanced");
-    od::SegmentBuffers buffers;
-    const od::SegmentRun r = od::run_segments(q, call, buffers);
+    const xr::detail::SegmentJob job = job_on(in.mem, n, offsets_layout(offsets), offs.mem, out.mem, "balanced");
+    const xr::detail::SegmentOutcome r = device.reduce(job);
     CHECK(r.kernel == "balanced");
     CHECK(r.launches == 2);
     CHECK_MESSAGE(r.finish.find("528 work-groups") != std::string::npos, r.finish);
     SegmentedResult got;
     got.kind = SegmentKind::Offsets;
-    got.values = read_back(t, out.mem, DType::F32, call.layout.count);
+    got.values = read_back(t, out.mem, DType::F32, job.layout.count);
     got.rounding_depth = r.depth;
-    const SegmentAgreement a = check_segments(got, reference_segments(data.view(), call.layout, Op::Sum), false);
+    const SegmentAgreement a = check_segments(got, reference_segments(data.view(), job.layout, Op::Sum), false);
     CHECK_MESSAGE(a.ok(), a.detail);
   }
 }
@@ -866,10 +857,92 @@ TEST_CASE("a queue without profiling: host-clock times, the same values") {
     RunOptions o;
     o.warmup = 1;
     o.repeat = 3;
-    const Result r = ocl::reduce_axis(t.plain_queue, in.mem, 0, DType::F32, shape, 1, out.mem, Op::Sum, o);
+    const Result r = opencl::reduce_axis(t.plain_queue, in.mem, 0, DType::F32, shape, 1, Op::Sum, out.mem, o);
     CHECK(r.kernel_ms > 0);
     CHECK(r.repeats == 3);
     expect_agrees(t, r, out.mem, data, 0, layout, Op::Sum, o, "plain queue");
+  }
+}
+
+TEST_CASE("the asynchronous forms: one pass enqueued, its values once the queue has run it") {
+  for (auto& t : targets()) {
+    CAPTURE(t.label());
+    // The record of a call that returns none, for expect_agrees: the values are checked under
+    // the deepest rounding a segment of its length may have.
+    const auto record_of = [](const SegmentLayout& layout) {
+      Result r;
+      r.n = layout.elements();
+      r.backend = "opencl";
+      return r;
+    };
+    // Rows and columns of a strided matrix, offset in its buffer, with every strategy, on both queues.
+    const MatrixShape shape{300, 77, 80};
+    for (int axis : {0, 1}) {
+      const SegmentLayout layout = axis_layout(shape, axis);
+      const HostBuffer data = generate(DType::F32, layout.span() + 2, Dist::Uniform, 81);
+      DeviceBuffer in(t, data.bytes(), data.data());
+      for (const auto& s : strategies(t, layout.kind))
+        for (cl_command_queue q : {t.queue, t.plain_queue}) {
+          RunOptions o;
+          o.kernel = s;
+          DeviceBuffer out(t, layout.count * sizeof(float));
+          opencl::reduce_axis_async(q, in.mem, 2, DType::F32, shape, axis, Op::Sum, out.mem, o);
+          od::check(clFinish(q), "clFinish");
+          expect_agrees(t, record_of(layout), out.mem, data, 2, layout, Op::Sum, o,
+                        name_of(s, Op::Sum, DType::F32, "async, axis " + std::to_string(axis)));
+        }
+    }
+    // Offsets of mixed lengths and empty segments, every strategy, a few ops and types.
+    const auto offsets = offsets_of(lognormal_lengths(2000, 3.0, 1.2, 82), 3);
+    const SegmentLayout layout = offsets_layout(offsets);
+    const u64 n = static_cast<u64>(offsets.back()) + 5;
+    DeviceBuffer offs(t, offsets.size() * sizeof(std::int64_t), offsets.data());
+    for (const auto& s : strategies(t, SegmentKind::Offsets))
+      for (const auto& [type, op] : {std::pair{DType::F32, Op::Sum}, std::pair{DType::I32, Op::Max}}) {
+        RunOptions o;
+        o.kernel = s;
+        const HostBuffer data = generate(type, n, dist_for(op), 83);
+        DeviceBuffer in(t, data.bytes(), data.data());
+        DeviceBuffer out(t, layout.count * size_of(result_dtype(op, type)));
+        opencl::reduce_segments_async(t.queue, in.mem, 0, n, type, offs.mem, layout.count, op, out.mem, o);
+        od::check(clFinish(t.queue), "clFinish");
+        expect_agrees(t, record_of(layout), out.mem, data, 0, layout, op, o, name_of(s, op, type, "async offsets"));
+      }
+    // Offsets the host never checks: every strategy that does not read them back completes, within
+    // the buffers; binned and multigroup read them back and refuse them as the synchronous form does.
+    const std::vector<float> x(20000, 1.0f);
+    std::vector<std::int64_t> wild(401);
+    std::mt19937_64 rng(84);
+    for (auto& v : wild) v = static_cast<std::int64_t>(rng()) >> (rng() % 60);
+    wild[0] = -5;
+    DeviceBuffer in(t, x.size() * sizeof(float), x.data());
+    DeviceBuffer wild_offs(t, wild.size() * sizeof(std::int64_t), wild.data());
+    DeviceBuffer out(t, wild.size() * sizeof(float));
+    for (const auto& s : strategies(t, SegmentKind::Offsets)) {
+      CAPTURE(s);
+      RunOptions o;
+      o.kernel = s;
+      const auto call = [&] {
+        opencl::reduce_segments_async(t.queue, in.mem, 0, x.size(), DType::F32, wild_offs.mem, wild.size() - 1, Op::Sum,
+                                      out.mem, o);
+      };
+      if (s == "binned" || s == "multigroup") {
+        CHECK_THROWS_AS(call(), InvalidArgument);
+        continue;
+      }
+      CHECK_NOTHROW(call());
+      od::check(clFinish(t.queue), "clFinish");
+      const HostBuffer v = read_back(t, out.mem, DType::F32, wild.size() - 1);
+      for (u64 i = 0; i + 1 < wild.size(); ++i) CHECK(v.as<float>()[i] <= static_cast<float>(x.size()));
+    }
+    // Exact sums round on the host: refused.
+    RunOptions exact;
+    exact.exact = true;
+    DeviceBuffer exact_in(t, n * sizeof(float));
+    DeviceBuffer exact_out(t, layout.count * sizeof(float));
+    CHECK_THROWS_AS(opencl::reduce_segments_async(t.queue, exact_in.mem, 0, n, DType::F32, offs.mem, layout.count,
+                                                  Op::Sum, exact_out.mem, exact),
+                    InvalidArgument);
   }
 }
 

@@ -4,11 +4,11 @@
 // on the host by xr::ExactSum.
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <string>
 #include <vector>
 
 #include "internal.hpp"
+#include "launch.hpp"
 #include "pipeline.hpp"
 #include "policy.hpp"
 #include "xreduce/error.hpp"
@@ -24,18 +24,6 @@ constexpr std::uint64_t kRunChunk = 16384;   // XR_RUNS: elements per chunk (XR_
 std::atomic<int> g_force_atomics{-1};
 std::atomic<int> g_force_f32_int{-1};
 std::atomic<std::uint64_t> g_per_group{0};
-
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); }
-
-
-std::size_t kernel_limit(const CachedKernel& k, const DeviceCaps& caps, std::size_t per_item_local) {
-  std::size_t limit = std::min(k.work_group_max, caps.max_work_group);
-  if (per_item_local) {
-    const std::uint64_t left = caps.local_mem > k.local_mem_used ? caps.local_mem - k.local_mem_used : 0;
-    limit = std::min<std::uint64_t>(limit, left / per_item_local);
-  }
-  return std::max<std::size_t>(limit, 1);
-}
 
 }  // namespace
 
@@ -75,7 +63,7 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   CachedKernel& merge = cached_kernel(context, device, kExactSource, options, kExactMergeKernel);
 
   // Work-group size: any the kernel allows (its local memory is static).
-  const std::size_t limit = kernel_limit(main, caps, 0);
+  const std::size_t limit = group_limit(main, caps, 0);
   const std::size_t local = choose_work_group(opt.block_size, limit,
                                               variant.runs ? policy::kRunsWorkGroup : policy::kExactWorkGroup, caps,
                                               "the exact kernel");
@@ -92,7 +80,7 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   const std::uint64_t segment = groups * ((per_group + 7) / 8 * 8);
   const std::uint64_t segments = ceil_div(rq.n, segment);
   const std::size_t local2 =
-      floor_pow2(std::min(policy::kExactMergeWorkGroup, kernel_limit(merge, caps, sizeof(cl_long))));
+      floor_pow2(std::min(policy::kExactMergeWorkGroup, group_limit(merge, caps, sizeof(cl_long))));
   const bool merged = groups > 1;
 
   const Mem part = create_buffer(context, CL_MEM_READ_WRITE, std::uint64_t{kRows} * groups * sizeof(cl_long),
@@ -102,56 +90,31 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   const cl_mem part_mem = part.get(), out_mem = out.get();
   const cl_mem result_mem = merged ? out_mem : part_mem;  // one column is already [69][1]
 
-  std::vector<double> kernel_ms, read_ms;
-  std::vector<cl_long> host(kRows, 0);
-  using clock = std::chrono::steady_clock;
-  for (int it = 0; it < opt.warmup + opt.repeat; ++it) {
-    EventChain ev;
-    const auto t0 = clock::now();
-    for (std::uint64_t s = 0; s < segments; ++s) {
-      const cl_mem in = rq.buffer;
-      const cl_ulong offset = rq.offset + s * segment;
-      const cl_ulong n = std::min(segment, rq.n - s * segment);
-      const cl_uint accumulate = s > 0;
-      const std::size_t global = static_cast<std::size_t>(groups) * local;
-      std::lock_guard lock(main.mutex);
-      check(clSetKernelArg(main.kernel.get(), 0, sizeof in, &in), "clSetKernelArg", "in");
-      check(clSetKernelArg(main.kernel.get(), 1, sizeof offset, &offset), "clSetKernelArg", "offset");
-      check(clSetKernelArg(main.kernel.get(), 2, sizeof n, &n), "clSetKernelArg", "n");
-      check(clSetKernelArg(main.kernel.get(), 3, sizeof part_mem, &part_mem), "clSetKernelArg", "part");
-      check(clSetKernelArg(main.kernel.get(), 4, sizeof accumulate, &accumulate), "clSetKernelArg", "accumulate");
-      cl_event e = nullptr;
-      check(clEnqueueNDRangeKernel(rq.queue, main.kernel.get(), 1, nullptr, &global, &local, ev.wait_count(), ev.wait_list(), &e),
-            "clEnqueueNDRangeKernel", "exact sum: " + std::to_string(groups) + " work-groups of " + std::to_string(local));
-      ev.events.push_back(e);
-    }
-    if (merged) {
-      const cl_uint g = static_cast<cl_uint>(groups);
-      const std::size_t global = kRows * local2;
-      std::lock_guard lock(merge.mutex);
-      check(clSetKernelArg(merge.kernel.get(), 0, sizeof part_mem, &part_mem), "clSetKernelArg", "part");
-      check(clSetKernelArg(merge.kernel.get(), 1, sizeof g, &g), "clSetKernelArg", "G");
-      check(clSetKernelArg(merge.kernel.get(), 2, sizeof out_mem, &out_mem), "clSetKernelArg", "out");
-      check(clSetKernelArg(merge.kernel.get(), 3, local2 * sizeof(cl_long), nullptr), "clSetKernelArg", "local scratch");
-      cl_event e = nullptr;
-      check(clEnqueueNDRangeKernel(rq.queue, merge.kernel.get(), 1, nullptr, &global, &local2, ev.wait_count(), ev.wait_list(), &e),
-            "clEnqueueNDRangeKernel", "exact merge");
-      ev.events.push_back(e);
-    }
-    const std::size_t launched = ev.events.size();
-    if (!profiling) check(clFinish(rq.queue), "clFinish");
-    const auto t1 = clock::now();
-    {
-      cl_event e = nullptr;
-      check(clEnqueueReadBuffer(rq.queue, result_mem, CL_TRUE, 0, kRows * sizeof(cl_long), host.data(),
-                                ev.wait_count(), ev.wait_list(), &e),
-            "clEnqueueReadBuffer", "exact-sum state");
-      ev.events.push_back(e);
-    }
-    const auto t2 = clock::now();
-    if (it < opt.warmup) continue;
-    record_times(ev, launched, profiling, t0, t1, t2, kernel_ms, read_ms);
+  std::vector<Launch> steps;
+  for (std::uint64_t s = 0; s < segments; ++s) {
+    Launch l;
+    l.name = kExactKernel;
+    l.kernel = &main;
+    l.local = local;
+    l.global = static_cast<std::size_t>(groups) * local;
+    const cl_uint accumulate = s > 0;
+    l.args = {value_arg(rq.buffer), value_arg(cl_ulong{rq.offset + s * segment}),
+              value_arg(cl_ulong{std::min(segment, rq.n - s * segment)}), value_arg(part_mem), value_arg(accumulate)};
+    steps.push_back(std::move(l));
   }
+  if (merged) {
+    Launch l;
+    l.name = kExactMergeKernel;
+    l.kernel = &merge;
+    l.local = local2;
+    l.global = kRows * local2;
+    l.args = {value_arg(part_mem), value_arg(static_cast<cl_uint>(groups)), value_arg(out_mem),
+              local_arg(local2 * sizeof(cl_long))};
+    steps.push_back(std::move(l));
+  }
+  std::vector<cl_long> host(kRows, 0);
+  const PassRead read{result_mem, kRows * sizeof(cl_long), host.data(), "exact-sum state"};
+  const PassTimes times = time_passes(rq.queue, profiling, steps, opt, &read);
 
   ExactSum::Raw raw;
   for (int i = 0; i < ExactSum::kLimbs; ++i) raw.limb[static_cast<std::size_t>(i)] = host[static_cast<std::size_t>(i)];
@@ -170,8 +133,8 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
                (merged ? ", columns merged on the device" : "") + ", rounded once on the host";
   res.launches = static_cast<int>(segments) + (merged ? 1 : 0);
   res.repeats = opt.repeat;
-  res.kernel_ms = median(kernel_ms);
-  res.transfer_ms = median(read_ms);
+  res.kernel_ms = times.kernel_ms;
+  res.transfer_ms = times.read_ms;
   xr::detail::fill_identity(res, "opencl", rq.n, rq.op, rq.type);
   return res;
 }

@@ -11,11 +11,15 @@
 #include <utility>
 #include <vector>
 
+#include "arith.hpp"
 #include "xreduce/exact.hpp"
 #include "xreduce/opencl.hpp"
 #include "xreduce/registry.hpp"
 
 namespace xr::opencl::detail {
+
+using xr::detail::ceil_div;
+using xr::detail::ceil_log2;
 
 // ---- errors ---------------------------------------------------------------------------------
 
@@ -280,13 +284,6 @@ std::size_t floor_pow2(std::size_t x);  // the largest power of two <= x (1 for 
 // `limit`), else the largest power of two up to min(preferred, limit).
 std::size_t choose_work_group(unsigned requested, std::size_t limit, std::size_t preferred, const DeviceCaps& caps,
                               const char* kernel);
-
-// Records one timed repetition: with profiling, the device time of the chain's first `kernels`
-// events and of its last (the read of the result); without, the host clock's t0..t1 and t1..t2.
-void record_times(const EventChain& chain, std::size_t kernels, bool profiling,
-                  std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1,
-                  std::chrono::steady_clock::time_point t2, std::vector<double>& kernel_ms,
-                  std::vector<double>& read_ms);
 
 // ---- exact sums (kernels_cl/exact.cl, docs/exact.md) -----------------------------------------
 

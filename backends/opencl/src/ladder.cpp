@@ -2,7 +2,6 @@
 // passes, launch them on a queue, time them, read the result back.
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "internal.hpp"
+#include "launch.hpp"
 #include "pipeline.hpp"
 #include "policy.hpp"
 #include "xreduce/error.hpp"
@@ -268,71 +268,20 @@ std::uint64_t rung_grid(const Rung& rung, const DeviceCaps& caps, std::size_t lo
   return fixed_grid(caps, local);
 }
 
-double event_ms(cl_event e) {
-  cl_ulong start = 0, end = 0;
-  check(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr),
-        "clGetEventProfilingInfo", "CL_PROFILING_COMMAND_START");
-  check(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr),
-        "clGetEventProfilingInfo", "CL_PROFILING_COMMAND_END");
-  return end > start ? static_cast<double>(end - start) * 1e-6 : 0.0;
-}
-
-std::size_t floor_pow2(std::size_t x) {
-  std::size_t p = 1;
-  while (p * 2 <= x) p *= 2;
-  return p;
-}
-
-std::size_t choose_work_group(unsigned requested, std::size_t limit, std::size_t preferred, const DeviceCaps& caps,
-                              const char* kernel) {
-  if (!requested) return floor_pow2(std::min(preferred, limit));
-  if (requested > limit)
-    throw InvalidArgument("opencl: work-group size " + std::to_string(requested) + " exceeds " +
-                          std::to_string(limit) + ", the most " + kernel + " allows on " + caps.name +
-                          " (CL_KERNEL_WORK_GROUP_SIZE, CL_DEVICE_MAX_WORK_GROUP_SIZE, local memory)");
-  return requested;
-}
-
-void record_times(const EventChain& chain, std::size_t kernels, bool profiling,
-                  std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1,
-                  std::chrono::steady_clock::time_point t2, std::vector<double>& kernel_ms,
-                  std::vector<double>& read_ms) {
-  if (profiling) {
-    // A blocking read returns once the read is done, but NVIDIA's OpenCL (H100, while another
-    // queue was copying) could still answer CL_PROFILING_INFO_NOT_AVAILABLE for the kernels
-    // before it: wait on the events themselves first.
-    check(clWaitForEvents(static_cast<cl_uint>(chain.events.size()), chain.events.data()), "clWaitForEvents",
-          "profiled commands");
-    double sum = 0;
-    for (std::size_t i = 0; i < kernels; ++i) sum += event_ms(chain.events[i]);
-    kernel_ms.push_back(sum);
-    read_ms.push_back(event_ms(chain.events.back()));
-  } else {
-    kernel_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    read_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-  }
-}
-
 namespace {
-
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); }
-unsigned ceil_log2(std::uint64_t x) {
-  unsigned d = 0;
-  while ((std::uint64_t{1} << d) < x) ++d;
-  return d;
-}
 
 constexpr unsigned kMaxCoarsening = 1u << 16;
 
 // What a pass's kernel reads, and so the arguments it takes after (in, offset, n, out, local).
-enum class Launch {
+enum class Reads {
   Fold,         // xr_reduce: elements or partials; then k
   PairElements, // xr_pair: elements; then k, first_index
   PairRecords,  // xr_pair_records: records
 };
 
+// One planned pass, launched once its buffers are known.
 struct Pass {
-  Launch launch = Launch::Fold;
+  Reads reads = Reads::Fold;
   CachedKernel* kernel = nullptr;
   std::size_t local = 1;
   std::uint64_t groups = 1;
@@ -349,21 +298,6 @@ const Rung& find_rung(const std::vector<Rung>& table, const std::string& name) {
   for (const auto& r : table) known += (known.empty() ? "" : ", ") + r.info.name;
   throw InvalidArgument("unknown opencl kernel '" + name + "' (known: " + known + ")");
 }
-
-// The largest work-group this kernel may run with for work-group values of `value_bytes` each.
-std::size_t work_group_limit(const CachedKernel& k, const DeviceCaps& caps, std::size_t value_bytes) {
-  std::size_t limit = std::min(k.work_group_max, caps.max_work_group);
-  const std::uint64_t local_left = caps.local_mem > k.local_mem_used ? caps.local_mem - k.local_mem_used : 0;
-  limit = std::min<std::uint64_t>(limit, local_left / value_bytes);
-  return std::max<std::size_t>(limit, 1);
-}
-
-
-// A cap on the groups of one launch, so that global sizes stay below 2^31 work-items;
-// the kernel's tile loop takes whatever the grid does not cover.
-std::uint64_t max_groups(std::size_t local) { return std::max<std::uint64_t>(1, ((1ull << 31) - 1) / local); }
-
-
 
 const char* finish_name(Finish f) {
   switch (f) {
@@ -478,7 +412,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   CachedKernel& first =
       pair ? cached_kernel(context, device, kPairSource, pair_options, kPairKernel)
            : cached_kernel(context, device, kSource, rung_program_options(rung, caps, rq.type, acc, rq.op, finish), kKernel);
-  const std::size_t limit = work_group_limit(first, caps, local_bytes);
+  const std::size_t limit = group_limit(first, caps, local_bytes);
   const std::size_t local = choose_work_group(opt.block_size, limit,
                                               rung.vector_width ? policy::kRunsWorkGroup : policy::kWorkGroup, caps,
                                               "this kernel");
@@ -504,7 +438,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     std::uint64_t groups = rung.fixed_grid ? rung_grid(rung, caps, local) : tiles;
     if (opt.grid_size) groups = opt.grid_size;
     groups = std::clamp<std::uint64_t>(groups, 1, std::min(tiles, max_groups(local)));
-    Pass p{pair ? Launch::PairElements : Launch::Fold, &first, local, groups, -1, rq.offset, rq.n,
+    Pass p{pair ? Reads::PairElements : Reads::Fold, &first, local, groups, -1, rq.offset, rq.n,
            finish == Finish::Partials ? 0 : 2};
     passes.push_back(p);
     depth += chain(ceil_div(tiles, groups)) + ceil_log2(local);
@@ -518,7 +452,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
         pair ? cached_kernel(context, device, kPairSource, pair_options, kPairRecordsKernel)
              : cached_kernel(context, device, kSource, rung_program_options(rung, caps, acc, acc, rq.op, Finish::Partials),
                              kKernel);
-    const std::size_t local2 = std::min(local, work_group_limit(next, caps, local_bytes));
+    const std::size_t local2 = std::min(local, group_limit(next, caps, local_bytes));
     int src = 0;
     std::uint64_t count = passes.back().groups;
     while (count > 1) {
@@ -528,7 +462,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
       // one element, L = K = 1, would otherwise copy its input).
       groups = std::clamp<std::uint64_t>(groups, 1, std::min({tiles, max_groups(local2), ceil_div(count, 2)}));
       passes.push_back(
-          Pass{pair ? Launch::PairRecords : Launch::Fold, &next, local2, groups, src, 0, count, 1 - src});
+          Pass{pair ? Reads::PairRecords : Reads::Fold, &next, local2, groups, src, 0, count, 1 - src});
       scratch_elems[1 - src] = std::max(scratch_elems[1 - src], groups);
       depth += chain(ceil_div(tiles, groups)) + ceil_log2(local2);
       count = groups;
@@ -553,73 +487,48 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
       std::memcpy(ident, &v, sizeof v);
     });
 
-  std::vector<double> kernel_ms, read_ms;
+  std::vector<Launch> steps;
+  if (finish != Finish::Partials) steps.push_back(fill_launch(used[2], cell_size, ident, cell_size, "result cell"));
+  const cl_uint karg = k;
+  const cl_long first_index = rq.first_index;
+  for (const Pass& p : passes) {
+    Launch l;
+    l.kernel = p.kernel;
+    l.local = p.local;
+    l.global = static_cast<std::size_t>(p.groups) * p.local;
+    l.args = {value_arg(mem_of(p.in)), value_arg(cl_ulong{p.in_offset}), value_arg(cl_ulong{p.n}),
+              value_arg(mem_of(p.out)), local_arg(p.local * local_bytes)};
+    switch (p.reads) {
+      case Reads::Fold:
+        l.name = kKernel;
+        l.args.push_back(value_arg(karg));
+        break;
+      case Reads::PairElements:
+        l.name = kPairKernel;
+        l.args.push_back(value_arg(karg));
+        l.args.push_back(value_arg(first_index));
+        break;
+      case Reads::PairRecords:
+        l.name = kPairRecordsKernel;
+        break;
+    }
+    steps.push_back(std::move(l));
+  }
+
   unsigned char host[xr::detail::kMaxCellBytes] = {};
-  using clock = std::chrono::steady_clock;
+  PassTimes times;
   const bool to_sink = rq.sink != nullptr;
-  if (to_sink && !rq.events) throw InvalidArgument("opencl: a reduction into a sink needs an event list");
-  const int runs = to_sink ? 1 : opt.warmup + opt.repeat;
-  for (int it = 0; it < runs; ++it) {
+  if (to_sink) {
+    // One pass, its events (the kernels, then the copy into the sink's cell) handed to the caller.
+    if (!rq.events) throw InvalidArgument("opencl: a reduction into a sink needs an event list");
     EventChain ev;
-    auto wait = [&](cl_uint& count) -> const cl_event* {
-      count = ev.wait_count();
-      return ev.wait_list();
-    };
-    const auto t0 = clock::now();
-    cl_uint nw = 0;
-    if (finish != Finish::Partials) {
-      cl_event e = nullptr;
-      const cl_event* w = wait(nw);
-      check(clEnqueueFillBuffer(rq.queue, used[2], ident, cell_size, 0, cell_size, nw, w, &e), "clEnqueueFillBuffer",
-            "result cell");
-      ev.events.push_back(e);
-    }
-    for (const Pass& p : passes) {
-      const cl_mem in = mem_of(p.in), out = mem_of(p.out);
-      const cl_ulong offset = p.in_offset, n = p.n;
-      const cl_uint karg = k;
-      const cl_long first_index = rq.first_index;
-      const std::size_t global = static_cast<std::size_t>(p.groups) * p.local, local_size = p.local;
-      std::lock_guard lock(p.kernel->mutex);
-      cl_kernel kern = p.kernel->kernel.get();
-      check(clSetKernelArg(kern, 0, sizeof in, &in), "clSetKernelArg", "in");
-      check(clSetKernelArg(kern, 1, sizeof offset, &offset), "clSetKernelArg", "offset");
-      check(clSetKernelArg(kern, 2, sizeof n, &n), "clSetKernelArg", "n");
-      check(clSetKernelArg(kern, 3, sizeof out, &out), "clSetKernelArg", "out");
-      check(clSetKernelArg(kern, 4, p.local * local_bytes, nullptr), "clSetKernelArg", "local scratch");
-      if (p.launch != Launch::PairRecords) check(clSetKernelArg(kern, 5, sizeof karg, &karg), "clSetKernelArg", "k");
-      if (p.launch == Launch::PairElements)
-        check(clSetKernelArg(kern, 6, sizeof first_index, &first_index), "clSetKernelArg", "first_index");
-      cl_event e = nullptr;
-      const cl_event* w = wait(nw);
-      check(clEnqueueNDRangeKernel(rq.queue, kern, 1, nullptr, &global, &local_size, nw, w, &e),
-            "clEnqueueNDRangeKernel",
-            std::to_string(p.groups) + " work-groups of " + std::to_string(p.local));
-      ev.events.push_back(e);
-    }
-    const std::size_t launched = ev.events.size();
-    if (to_sink) {
-      cl_event e = nullptr;
-      const cl_event* w = wait(nw);
-      check(clEnqueueCopyBuffer(rq.queue, final_mem, rq.sink, 0, rq.sink_cell * cell_size, cell_size, nw, w, &e),
-            "clEnqueueCopyBuffer", "chunk result");
-      ev.events.push_back(e);
-      rq.events->insert(rq.events->end(), ev.events.begin(), ev.events.end());
-      ev.events.clear();  // the caller releases them
-      break;
-    }
-    if (!profiling) check(clFinish(rq.queue), "clFinish");
-    const auto t1 = clock::now();
-    {
-      cl_event e = nullptr;
-      const cl_event* w = wait(nw);
-      check(clEnqueueReadBuffer(rq.queue, final_mem, CL_TRUE, 0, cell_size, host, nw, w, &e), "clEnqueueReadBuffer",
-            "result");
-      ev.events.push_back(e);
-    }
-    const auto t2 = clock::now();
-    if (it < opt.warmup) continue;
-    record_times(ev, launched, profiling, t0, t1, t2, kernel_ms, read_ms);
+    for (const Launch& l : steps) enqueue(rq.queue, l, ev);
+    enqueue(rq.queue, copy_launch(final_mem, 0, rq.sink, rq.sink_cell * cell_size, cell_size, "chunk result"), ev);
+    rq.events->insert(rq.events->end(), ev.events.begin(), ev.events.end());
+    ev.events.clear();  // the caller releases them
+  } else {
+    const PassRead read{final_mem, cell_size, host, "result"};
+    times = time_passes(rq.queue, profiling, steps, opt, &read);
   }
 
   xr::detail::take_cell(res, xr::detail::read_cell(rq.op, rq.type, opt.accumulator, host));
@@ -628,8 +537,8 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   res.finish = finish != Finish::Partials ? finish_name(finish)
                : passes.size() > 1        ? "second pass"
                                           : "one work-group";
-  res.kernel_ms = median(kernel_ms);
-  res.transfer_ms = median(read_ms);
+  res.kernel_ms = times.kernel_ms;
+  res.transfer_ms = times.read_ms;
   res.rounding_depth = pair ? 0 : depth;  // a pair op compares and never rounds
   xr::detail::fill_identity(res, "opencl", rq.n, rq.op, rq.type);
   return res;

@@ -27,7 +27,7 @@ class OclReducer final : public Reducer {
         context_(shared_context(caps_)),
         queue_(profiling_queue(context_, caps_)),
         device_(caps_, context_, queue_.get()),
-        segments_(caps_, context_, queue_.get()) {
+        segments_(caps_, context_, queue_.get(), true) {
     for (const auto& r : rung_table(caps_)) kernels_.push_back(r.info);
   }
 
@@ -45,7 +45,7 @@ class OclReducer final : public Reducer {
   Queue queue_;                   // released after device_ (which drains it) and segments_
   std::vector<KernelInfo> kernels_;
   QueueDevice device_;
-  SegmentQueueDevice segments_;
+  Segments segments_;
 };
 
 std::string strip_prefix(std::string s) {

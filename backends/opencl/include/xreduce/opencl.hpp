@@ -66,19 +66,35 @@ Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::
 // the host's xr::ExactSum of its segment, rounded once: the exact states of its pieces are read
 // back, merged and rounded on the host, and written to `out`. Timing as for reduce; transfer_ms
 // covers the reads and writes the call makes (the offsets read back; exact: piece states, values).
+// The arguments are in the order of xreduce/cuda.hpp's: the op before `out`.
 //
 // reduce_segments: segment i is elements [offsets[i], offsets[i + 1]) of the n elements from
 // element `offset` of `data`; `offsets` holds n_segments + 1 int64 values, relative to `offset`.
 // They are read back and checked (xr::check_offsets) before anything is launched:
 // InvalidArgument names the first bad position.
 XR_API Result reduce_segments(cl_command_queue queue, cl_mem data, std::uint64_t offset, std::uint64_t n, DType type,
-                              cl_mem offsets, std::uint64_t n_segments, cl_mem out, Op op,
+                              cl_mem offsets, std::uint64_t n_segments, Op op, cl_mem out,
                               const RunOptions& options = {});
 
 // reduce_axis: one value per row (axis 1) or per column (axis 0) of the matrix `shape` whose
 // element (0, 0) is element `offset` of `data` (xr::axis_layout).
 XR_API Result reduce_axis(cl_command_queue queue, cl_mem data, std::uint64_t offset, DType type,
-                          const MatrixShape& shape, int axis, cl_mem out, Op op, const RunOptions& options = {});
+                          const MatrixShape& shape, int axis, Op op, cl_mem out, const RunOptions& options = {});
+
+// The asynchronous forms: the same arguments and checks of the buffers, one pass enqueued on
+// `queue` (no warmup, no repeat, nothing timed), and the call returns without waiting for it; on
+// an in-order queue commands enqueued after it see `out` written. The offsets stay on the device:
+// the kernels clamp every segment into the input, so offsets that decrease or leave [0, n) read
+// and write nothing outside the buffers (their values are then those of the clamped segments).
+// Without the offsets auto takes balanced on GPUs (serial on CPU devices); binned and multigroup,
+// which size their launches from the offsets, read them back and check them first (waiting for
+// the commands before; InvalidArgument as in reduce_segments). Exact sums, which round on the
+// host, are InvalidArgument here. Scratch buffers are released once the queue has run the pass.
+XR_API void reduce_segments_async(cl_command_queue queue, cl_mem data, std::uint64_t offset, std::uint64_t n,
+                                  DType type, cl_mem offsets, std::uint64_t n_segments, Op op, cl_mem out,
+                                  const RunOptions& options = {});
+XR_API void reduce_axis_async(cl_command_queue queue, cl_mem data, std::uint64_t offset, DType type,
+                              const MatrixShape& shape, int axis, Op op, cl_mem out, const RunOptions& options = {});
 
 // The segmented strategies as they run on `device`, with the layouts each reduces.
 XR_API std::vector<KernelInfo> segment_kernels(cl_device_id device);
@@ -95,8 +111,3 @@ XR_API void clear_program_cache();
 XR_API std::size_t program_cache_size();
 
 }  // namespace xr::opencl
-
-namespace xr {
-// The short name this API had first.
-namespace ocl = opencl;
-}  // namespace xr
