@@ -135,7 +135,7 @@ class CudaReducer final : public Reducer {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     try {
       ws_ = &state_->workspace(stream_);  // temp storage allocated now, not per call
-      chunks_ = std::make_unique<CudaDevice>(*state_, *ws_);
+      chunks_ = std::make_unique<Chunks>(*state_, *ws_);
       segments_ = std::make_unique<Segments>(*state_, stream_);
     } catch (...) {
       segments_.reset();
@@ -170,7 +170,7 @@ class CudaReducer final : public Reducer {
   DeviceState* state_;
   cudaStream_t stream_ = nullptr;
   Workspace* ws_ = nullptr;
-  std::unique_ptr<CudaDevice> chunks_;  // every host input goes through it
+  std::unique_ptr<Chunks> chunks_;  // every host input goes through it
   std::unique_ptr<Segments> segments_;  // segmented reductions of host data
 };
 

@@ -42,7 +42,7 @@ ExactLaunch enqueue_exact(DType type, const void* dev, u64 n, cudaStream_t s, Ex
 
 }  // namespace
 
-CudaDevice::CudaDevice(DeviceState& ds, Workspace& ws) : ds_(ds), ws_(ws) {
+Chunks::Chunks(DeviceState& ds, Workspace& ws) : ds_(ds), ws_(ws) {
   try {
     check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags (copy stream)");
   } catch (...) {
@@ -51,9 +51,9 @@ CudaDevice::CudaDevice(DeviceState& ds, Workspace& ws) : ds_(ds), ws_(ws) {
   }
 }
 
-CudaDevice::~CudaDevice() { release(); }
+Chunks::~Chunks() { release(); }
 
-void CudaDevice::release() noexcept {
+void Chunks::release() noexcept {
   if (copy_stream_) cudaStreamSynchronize(copy_stream_);
   cudaStreamSynchronize(ws_.stream());
   for (auto& s : slots_)
@@ -67,14 +67,14 @@ void CudaDevice::release() noexcept {
   cudaGetLastError();
 }
 
-ChunkPolicy CudaDevice::policy(DType) const {
+ChunkPolicy Chunks::policy(DType) const {
   ChunkPolicy p;
   p.slots = policy::kDeviceSlots;
   p.chunk_bytes = policy::kChunkBytes;
   return p;
 }
 
-void CudaDevice::reserve(unsigned slots, std::size_t slot_bytes, bool staging, std::size_t result_bytes,
+void Chunks::reserve(unsigned slots, std::size_t slot_bytes, bool staging, std::size_t result_bytes,
                          std::uint64_t limit) {
   // Between calls nothing is in flight (finish() and abandon() end synchronised), so buffers may
   // be replaced.
@@ -110,11 +110,11 @@ void CudaDevice::reserve(unsigned slots, std::size_t slot_bytes, bool staging, s
   }
 }
 
-unsigned char* CudaDevice::slot_memory(std::uint64_t k) const {
+unsigned char* Chunks::slot_memory(std::uint64_t k) const {
   return static_cast<unsigned char*>(device_) + (k % active_slots_) * slot_bytes_;
 }
 
-void CudaDevice::begin(const ChunkPlan& plan) {
+void Chunks::begin(const ChunkPlan& plan) {
   DeviceGuard guard(ds_.caps().device);
   plan_ = plan;
   const std::size_t elem = size_of(plan.type);
@@ -143,7 +143,7 @@ void CudaDevice::begin(const ChunkPlan& plan) {
   exact_ = ExactSum();
 }
 
-void CudaDevice::collect(Slot& s) {
+void Chunks::collect(Slot& s) {
   if (!s.reducing) return;
   check(cudaEventSynchronize(s.reduced), "cudaEventSynchronize (chunk reduced)");
   kernel_ms_ += elapsed(s.kernel_start, s.reduced);
@@ -152,7 +152,7 @@ void CudaDevice::collect(Slot& s) {
   s.copy_timed = true;
 }
 
-void* CudaDevice::staging(std::uint64_t k) {
+void* Chunks::staging(std::uint64_t k) {
   if (direct_) return nullptr;
   // The staging buffer's previous chunk must have reached the device.
   if (k >= policy::kStagingBuffers) {
@@ -163,7 +163,7 @@ void* CudaDevice::staging(std::uint64_t k) {
   return static_cast<unsigned char*>(staging_) + (k % policy::kStagingBuffers) * staging_bytes_;
 }
 
-void CudaDevice::stage(std::uint64_t k, const void* host, std::uint64_t len) {
+void Chunks::stage(std::uint64_t k, const void* host, std::uint64_t len) {
   DeviceGuard guard(ds_.caps().device);
   Slot& s = slot(k);
   collect(s);  // its reduction (and so its copy) is done
@@ -174,7 +174,7 @@ void CudaDevice::stage(std::uint64_t k, const void* host, std::uint64_t len) {
   s.copy_timed = false;
 }
 
-double CudaDevice::staged() {
+double Chunks::staged() {
   DeviceGuard guard(ds_.caps().device);
   double ms = 0;
   for (auto& s : slots_) {
@@ -186,7 +186,7 @@ double CudaDevice::staged() {
   return ms;
 }
 
-void CudaDevice::reduce(std::uint64_t k, std::uint64_t len) {
+void Chunks::reduce(std::uint64_t k, std::uint64_t len) {
   DeviceGuard guard(ds_.caps().device);
   Slot& s = slot(k);
   const cudaStream_t compute = ws_.stream();
@@ -214,7 +214,7 @@ void CudaDevice::reduce(std::uint64_t k, std::uint64_t len) {
   s.reducing = true;
 }
 
-ChunkOutcome CudaDevice::finish() {
+ChunkOutcome Chunks::finish() {
   DeviceGuard guard(ds_.caps().device);
   const cudaStream_t compute = ws_.stream();
   for (auto& s : slots_) collect(s);
@@ -270,7 +270,7 @@ ChunkOutcome CudaDevice::finish() {
   return out;
 }
 
-void CudaDevice::abandon() noexcept {
+void Chunks::abandon() noexcept {
   // Leave nothing in flight that reads the staging buffers or slots.
   cudaStreamSynchronize(copy_stream_);
   cudaStreamSynchronize(ws_.stream());
@@ -281,7 +281,7 @@ void CudaDevice::abandon() noexcept {
   }
 }
 
-std::string CudaDevice::describe(const ChunkPlan& plan) const {
+std::string Chunks::describe(const ChunkPlan& plan) const {
   if (plan.resident) return plan.chunks > 1 ? "resident: " + std::to_string(plan.chunks) + " chunks" : "resident";
   return "stream: " + std::to_string(plan.chunks) + " chunks of " + format_bytes(plan.chunk * size_of(plan.type)) +
          ", " + std::to_string(policy::kDeviceSlots) + " device slots, " +

@@ -33,12 +33,12 @@ Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType ty
 // of chunk results; that array is reduced last, in order. A resident input is copied once into
 // slots of its own. Memory and events are kept between calls (grown on demand, shrunk when a
 // smaller device_mem_limit asks for it).
-class CudaDevice final : public xr::detail::ChunkDevice {
+class Chunks final : public xr::detail::ChunkDevice {
  public:
-  CudaDevice(DeviceState& ds, Workspace& ws);
-  ~CudaDevice() override;
-  CudaDevice(const CudaDevice&) = delete;
-  CudaDevice& operator=(const CudaDevice&) = delete;
+  Chunks(DeviceState& ds, Workspace& ws);
+  ~Chunks() override;
+  Chunks(const Chunks&) = delete;
+  Chunks& operator=(const Chunks&) = delete;
 
   xr::detail::ChunkPolicy policy(DType type) const override;
   void begin(const xr::detail::ChunkPlan& plan) override;

@@ -42,8 +42,8 @@ class OmpReducer final : public Reducer {
   xr::detail::SegmentDevice& segment_device() override { return segments_; }
 
  private:
-  HostDevice device_;
-  HostSegments segments_;
+  Chunks device_;
+  Segments segments_;
 };
 
 }  // namespace

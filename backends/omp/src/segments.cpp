@@ -427,7 +427,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-std::vector<KernelInfo> HostSegments::kernels() const {
+std::vector<KernelInfo> Segments::kernels() const {
   return {
       strategy("auto", "rows for rows and segments, columns for columns", KernelKind::Auto,
                {SegmentKind::Rows, SegmentKind::Offsets, SegmentKind::Columns}),
@@ -438,7 +438,7 @@ std::vector<KernelInfo> HostSegments::kernels() const {
   };
 }
 
-SegmentOutcome HostSegments::reduce(const SegmentJob& job) {
+SegmentOutcome Segments::reduce(const SegmentJob& job) {
   const bool columns = job.layout.kind == SegmentKind::Columns;
   const int threads = team(job.options, job.layout.elements());
   std::vector<double> times;
@@ -465,7 +465,7 @@ SegmentOutcome HostSegments::reduce(const SegmentJob& job) {
   return o;
 }
 
-SegmentOutcome HostSegments::exact_pieces(xr::detail::Memory memory, std::uint64_t, DType type,
+SegmentOutcome Segments::exact_pieces(xr::detail::Memory memory, std::uint64_t, DType type,
                                           std::span<const ExactPiece> pieces, std::int64_t* words,
                                           const RunOptions& options) {
   const void* data = memory.address();
@@ -500,12 +500,12 @@ SegmentOutcome HostSegments::exact_pieces(xr::detail::Memory memory, std::uint64
   return o;
 }
 
-double HostSegments::read(xr::detail::Memory from, void* to, std::uint64_t bytes) {
+double Segments::read(xr::detail::Memory from, void* to, std::uint64_t bytes) {
   if (bytes) std::memcpy(to, from.address(), bytes);
   return 0;
 }
 
-double HostSegments::write(const void* from, xr::detail::Memory to, std::uint64_t bytes) {
+double Segments::write(const void* from, xr::detail::Memory to, std::uint64_t bytes) {
   if (bytes) std::memcpy(to.mutable_address(), from, bytes);
   return 0;
 }

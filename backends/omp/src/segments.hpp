@@ -5,7 +5,9 @@
 
 namespace xr::omp::detail {
 
-class HostSegments final : public xr::detail::SegmentDevice {
+// Segmented reductions on the host CPU: jobs and exact pieces are reduced where they lie, and
+// "device" memory is host memory.
+class Segments final : public xr::detail::SegmentDevice {
  public:
   std::vector<KernelInfo> kernels() const override;
   std::uint64_t max_job_bytes(const RunOptions&) const override { return 0; }  // reduced where it lies

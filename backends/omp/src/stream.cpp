@@ -12,7 +12,7 @@
 
 namespace xr::omp::detail {
 
-ChunkPolicy HostDevice::policy(DType) const {
+ChunkPolicy Chunks::policy(DType) const {
   ChunkPolicy p;
   p.host_memory = true;
   p.read_ahead = true;  // reduce() computes on this thread: the next chunk is read beside it
@@ -21,7 +21,7 @@ ChunkPolicy HostDevice::policy(DType) const {
   return p;
 }
 
-void HostDevice::begin(const ChunkPlan& plan) {
+void Chunks::begin(const ChunkPlan& plan) {
   plan_ = plan;
   rung_ = &rung(plan.options.kernel);
   threads_ = thread_count(plan.options);
@@ -29,11 +29,11 @@ void HostDevice::begin(const ChunkPlan& plan) {
     for (auto& b : buffers_) b.resize(plan.chunk * size_of(plan.type));
 }
 
-void* HostDevice::staging(std::uint64_t k) { return plan_.memory ? nullptr : buffers_[k % kStagingBuffers].data(); }
+void* Chunks::staging(std::uint64_t k) { return plan_.memory ? nullptr : buffers_[k % kStagingBuffers].data(); }
 
-void HostDevice::stage(std::uint64_t k, const void* host, std::uint64_t) { chunk_[k % kStagingBuffers] = host; }
+void Chunks::stage(std::uint64_t k, const void* host, std::uint64_t) { chunk_[k % kStagingBuffers] = host; }
 
-void HostDevice::reduce(std::uint64_t k, std::uint64_t len) {
+void Chunks::reduce(std::uint64_t k, std::uint64_t len) {
   const HostArray piece{chunk_[k % kStagingBuffers], len, plan_.type};
   const auto t0 = std::chrono::steady_clock::now();
   if (plan_.exact) {
@@ -48,7 +48,7 @@ void HostDevice::reduce(std::uint64_t k, std::uint64_t len) {
   kernel_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-ChunkOutcome HostDevice::finish() {
+ChunkOutcome Chunks::finish() {
   ChunkOutcome out;
   xr::detail::take_cell(out, value_);
   out.exact = exact_.raw();
@@ -72,7 +72,7 @@ ChunkOutcome HostDevice::finish() {
   return out;
 }
 
-std::string HostDevice::describe(const ChunkPlan& plan) const {
+std::string Chunks::describe(const ChunkPlan& plan) const {
   if (plan.memory) return "in place";
   return "stream: " + std::to_string(plan.chunks) + " chunks of " + format_bytes(plan.chunk * size_of(plan.type)) +
          ", read on a second thread into " + std::to_string(kStagingBuffers) + " host buffers";

@@ -16,7 +16,8 @@ using xr::detail::ChunkOutcome;
 using xr::detail::ChunkPlan;
 using xr::detail::ChunkPolicy;
 
-class HostDevice final : public ChunkDevice {
+// The chunk pipeline's device on the host CPU: resident inputs are reduced where they lie.
+class Chunks final : public ChunkDevice {
  public:
   ChunkPolicy policy(DType type) const override;
   void begin(const ChunkPlan& plan) override;

@@ -44,7 +44,7 @@ class OclReducer final : public Reducer {
   cl_context context_ = nullptr;  // shared per device, see shared_context
   Queue queue_;                   // released after device_ (which drains it) and segments_
   std::vector<KernelInfo> kernels_;
-  QueueDevice device_;
+  Chunks device_;
   Segments segments_;
 };
 

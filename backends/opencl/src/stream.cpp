@@ -1,4 +1,4 @@
-// The OpenCL device of the chunk pipeline: see QueueDevice in stream.hpp.
+// The OpenCL device of the chunk pipeline: see Chunks in stream.hpp.
 //
 // Copies and reductions share the reducer's one in-order queue: a reduction follows its copy
 // with no event between queues (NVIDIA's OpenCL ran the two-queue form, each reduction waiting
@@ -43,7 +43,7 @@ std::uint64_t chunk_limit_for_testing() { return g_chunk_limit.load(); }
 
 // ---- staging buffers ------------------------------------------------------------------------
 
-QueueDevice::StagingBuffer::StagingBuffer(cl_context context, cl_command_queue queue, std::size_t bytes)
+Chunks::StagingBuffer::StagingBuffer(cl_context context, cl_command_queue queue, std::size_t bytes)
     : memory_(create_buffer(context, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, bytes, "staging buffer")),
       queue_(queue) {
   cl_int rc = CL_SUCCESS;
@@ -51,10 +51,10 @@ QueueDevice::StagingBuffer::StagingBuffer(cl_context context, cl_command_queue q
   check(rc, "clEnqueueMapBuffer", "staging buffer");
 }
 
-QueueDevice::StagingBuffer::StagingBuffer(StagingBuffer&& o) noexcept
+Chunks::StagingBuffer::StagingBuffer(StagingBuffer&& o) noexcept
     : memory_(std::move(o.memory_)), queue_(o.queue_), host_(std::exchange(o.host_, nullptr)) {}
 
-QueueDevice::StagingBuffer::~StagingBuffer() {
+Chunks::StagingBuffer::~StagingBuffer() {
   if (!host_) return;
   Event unmapped;
   if (clEnqueueUnmapMemObject(queue_, memory_.get(), host_, 0, nullptr, unmapped.out()) == CL_SUCCESS) {
@@ -65,12 +65,12 @@ QueueDevice::StagingBuffer::~StagingBuffer() {
 
 // ---- the device -----------------------------------------------------------------------------
 
-QueueDevice::QueueDevice(const DeviceCaps& caps, cl_context context, cl_command_queue queue)
+Chunks::Chunks(const DeviceCaps& caps, cl_context context, cl_command_queue queue)
     : caps_(caps), context_(context), queue_(queue) {}
 
-QueueDevice::~QueueDevice() { abandon(); }
+Chunks::~Chunks() { abandon(); }
 
-ChunkPolicy QueueDevice::policy(DType type) const {
+ChunkPolicy Chunks::policy(DType type) const {
   ChunkPolicy p;
   p.slots = policy::kDeviceSlots;
   p.chunk_bytes = policy::kChunkBytes;
@@ -83,7 +83,7 @@ ChunkPolicy QueueDevice::policy(DType type) const {
   return p;
 }
 
-void QueueDevice::reserve_slots(std::size_t count, std::size_t bytes, std::uint64_t limit) {
+void Chunks::reserve_slots(std::size_t count, std::size_t bytes, std::uint64_t limit) {
   // Between reductions nothing is in flight (finish() and abandon() collect every slot), so
   // buffers may be replaced.
   const bool keep = serves(slot_bytes_, bytes) && (slots_.size() >= count || slot_bytes_ == bytes) &&
@@ -97,7 +97,7 @@ void QueueDevice::reserve_slots(std::size_t count, std::size_t bytes, std::uint6
     slots_.push_back(Slot{create_buffer(context_, CL_MEM_READ_ONLY, slot_bytes_, "chunk slot"), Event(), EventChain()});
 }
 
-void QueueDevice::reserve_staging(std::size_t bytes) {
+void Chunks::reserve_staging(std::size_t bytes) {
   if (!serves(staging_bytes_, bytes)) {
     staging_.clear();
     staging_bytes_ = bytes;
@@ -105,7 +105,7 @@ void QueueDevice::reserve_staging(std::size_t bytes) {
   while (staging_.size() < policy::kStagingBuffers) staging_.emplace_back(context_, queue_, staging_bytes_);
 }
 
-void QueueDevice::reserve_results(std::size_t bytes) {
+void Chunks::reserve_results(std::size_t bytes) {
   if (results_bytes_ >= bytes) return;
   results_.reset();
   results_bytes_ = 0;
@@ -113,7 +113,7 @@ void QueueDevice::reserve_results(std::size_t bytes) {
   results_bytes_ = bytes;
 }
 
-void QueueDevice::begin(const ChunkPlan& plan) {
+void Chunks::begin(const ChunkPlan& plan) {
   if (plan.type == DType::F64 && !caps_.fp64)
     throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps_.name + " does not offer");
   plan_ = plan;
@@ -143,14 +143,14 @@ void QueueDevice::begin(const ChunkPlan& plan) {
   start_pass();
 }
 
-void QueueDevice::start_pass() {
+void Chunks::start_pass() {
   kernel_ms_ = copy_ms_ = 0;
   launches_ = 0;
   depth_ = 0;
   exact_ = ExactSum();
 }
 
-void QueueDevice::collect(Slot& s) {
+void Chunks::collect(Slot& s) {
   // Every event is waited on before its profile is read (see record_times).
   std::vector<cl_event>& reduction = s.reduction.events;
   if (!reduction.empty()) {
@@ -166,7 +166,7 @@ void QueueDevice::collect(Slot& s) {
   }
 }
 
-void* QueueDevice::staging(std::uint64_t k) {
+void* Chunks::staging(std::uint64_t k) {
   if (plan_.resident) return nullptr;  // written straight from the caller's memory
   // The staging buffer was the source of chunk k - kStagingBuffers, whose copy event is still in
   // its slot (kStagingBuffers <= kDeviceSlots) or already collected.
@@ -174,7 +174,7 @@ void* QueueDevice::staging(std::uint64_t k) {
   return staging_[k % policy::kStagingBuffers].host();
 }
 
-void QueueDevice::stage(std::uint64_t k, const void* host, std::uint64_t len) {
+void Chunks::stage(std::uint64_t k, const void* host, std::uint64_t len) {
   Slot& s = slot(k);
   collect(s);  // chunk k - kDeviceSlots is reduced: the slot is free
   const std::size_t bytes = len * size_of(plan_.type);
@@ -183,7 +183,7 @@ void QueueDevice::stage(std::uint64_t k, const void* host, std::uint64_t len) {
   clFlush(queue_);
 }
 
-double QueueDevice::staged() {
+double Chunks::staged() {
   double ms = 0;
   for (Slot& s : slots_) {
     if (!s.written) continue;
@@ -194,7 +194,7 @@ double QueueDevice::staged() {
   return ms;
 }
 
-void QueueDevice::reduce(std::uint64_t k, std::uint64_t len) {
+void Chunks::reduce(std::uint64_t k, std::uint64_t len) {
   Slot& s = slot(k);
   chunk_.buffer = s.memory.get();
   chunk_.n = len;
@@ -219,7 +219,7 @@ void QueueDevice::reduce(std::uint64_t k, std::uint64_t len) {
   finish_ = r.finish;
 }
 
-ChunkOutcome QueueDevice::finish() {
+ChunkOutcome Chunks::finish() {
   for (Slot& s : slots_) collect(s);
   ChunkOutcome out;
   out.kernel = kernel_;
@@ -269,7 +269,7 @@ ChunkOutcome QueueDevice::finish() {
   return out;
 }
 
-void QueueDevice::abandon() noexcept {
+void Chunks::abandon() noexcept {
   // Nothing left in flight that reads a staging buffer or a slot; errors are ignored.
   clFinish(queue_);
   for (Slot& s : slots_) {
@@ -279,7 +279,7 @@ void QueueDevice::abandon() noexcept {
   start_pass();
 }
 
-std::string QueueDevice::describe(const ChunkPlan& plan) const {
+std::string Chunks::describe(const ChunkPlan& plan) const {
   if (plan.resident) return plan.chunks > 1 ? "resident: " + std::to_string(plan.chunks) + " chunks" : "resident";
   return "stream: " + std::to_string(plan.chunks) + " chunks of " + format_bytes(plan.chunk * size_of(plan.type)) +
          ", " + std::to_string(policy::kDeviceSlots) + " device slots, " + std::to_string(policy::kStagingBuffers) +

@@ -19,12 +19,12 @@ namespace xr::opencl::detail {
 // order on the host). A resident input is written once into slots of its own (one per chunk),
 // then reduced as often as asked. Exact mode merges the chunks' exact states on the host.
 // Buffers are kept between reductions.
-class QueueDevice final : public xr::detail::ChunkDevice {
+class Chunks final : public xr::detail::ChunkDevice {
  public:
-  QueueDevice(const DeviceCaps& caps, cl_context context, cl_command_queue queue);
-  ~QueueDevice() override;
-  QueueDevice(const QueueDevice&) = delete;
-  QueueDevice& operator=(const QueueDevice&) = delete;
+  Chunks(const DeviceCaps& caps, cl_context context, cl_command_queue queue);
+  ~Chunks() override;
+  Chunks(const Chunks&) = delete;
+  Chunks& operator=(const Chunks&) = delete;
 
   xr::detail::ChunkPolicy policy(DType type) const override;
   void begin(const xr::detail::ChunkPlan& plan) override;
