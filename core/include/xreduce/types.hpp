@@ -31,21 +31,21 @@ namespace xr {
   X(ArgMax, "argmax")     \
   X(MinMax, "minmax")
 
-// The element types, one row each: enumerator, C++ type, name, .npy descr (little-endian),
-// OpenCL C storage type (bf16 has no .npy descr, and is its bits in OpenCL C). Everything else about a type (size, float or integer, limits, the accumulator
-// of its sum) follows from its C++ type: see accumulator_t below. New rows go last: the
+// The element types, one row each: enumerator, C++ type, name, .npy descr (little-endian; bf16
+// has none). Everything else about a type (size, float or integer, limits, the accumulator of
+// its sum) follows from its C++ type: see accumulator_t below. New rows go last: the
 // enumerators' values are part of the ABI.
-#define XR_ELEMENT_TYPES(X)                   \
-  X(I32, std::int32_t, "i32", "<i4", "int")   \
-  X(I64, std::int64_t, "i64", "<i8", "long")  \
-  X(F32, float, "f32", "<f4", "float")        \
-  X(F64, double, "f64", "<f8", "double")      \
-  X(I8, std::int8_t, "i8", "|i1", "char")     \
-  X(U8, std::uint8_t, "u8", "|u1", "uchar")   \
-  X(U32, std::uint32_t, "u32", "<u4", "uint") \
-  X(U64, std::uint64_t, "u64", "<u8", "ulong") \
-  X(F16, xr::f16, "f16", "<f2", "half")        \
-  X(BF16, xr::bf16, "bf16", "", "ushort")
+#define XR_ELEMENT_TYPES(X)            \
+  X(I32, std::int32_t, "i32", "<i4")   \
+  X(I64, std::int64_t, "i64", "<i8")   \
+  X(F32, float, "f32", "<f4")          \
+  X(F64, double, "f64", "<f8")         \
+  X(I8, std::int8_t, "i8", "|i1")      \
+  X(U8, std::uint8_t, "u8", "|u1")     \
+  X(U32, std::uint32_t, "u32", "<u4")  \
+  X(U64, std::uint64_t, "u64", "<u8")  \
+  X(F16, xr::f16, "f16", "<f2")        \
+  X(BF16, xr::bf16, "bf16", "")
 
 #define XR_ENUMERATOR(e, ...) e,
 enum class Op : std::uint8_t { XR_OPS(XR_ENUMERATOR) XR_PAIR_OPS(XR_ENUMERATOR) };
@@ -78,14 +78,13 @@ struct TypeInfo {
   std::string_view name;    // "f32"
   std::size_t size;         // bytes
   std::string_view npy;     // .npy descr, "<f4"
-  std::string_view opencl;  // OpenCL C type, "float"
   bool is_float;
   bool is_signed;
   bool is_half;  // f16, bf16: stored in 16 bits, computed in f32
 };
 
-#define XR_TYPE_INFO(e, T, name, npy, cl) \
-  TypeInfo{DType::e, name, sizeof(T), npy, cl, is_float_v<T>, is_float_v<T> || std::is_signed_v<T>, is_half_v<T>},
+#define XR_TYPE_INFO(e, T, name, npy) \
+  TypeInfo{DType::e, name, sizeof(T), npy, is_float_v<T>, is_float_v<T> || std::is_signed_v<T>, is_half_v<T>},
 inline constexpr TypeInfo type_table[] = {XR_ELEMENT_TYPES(XR_TYPE_INFO)};
 #undef XR_TYPE_INFO
 constexpr const TypeInfo& type_info(DType t) {
