@@ -256,9 +256,14 @@ class Check {
           total = cases_.size();
         }
       }
-    if (std::find(sizes_.begin(), sizes_.end(), 0) != sizes_.end())
-      note("min, max, argmin, argmax and minmax of n = 0 pass when the reduction throws EmptyInput (they have no value); "
-                       "their reproducers exit 2 with that error");
+    if (std::find(sizes_.begin(), sizes_.end(), 0) != sizes_.end()) {
+      std::vector<Op> valueless;
+      for (const OpInfo& o : op_table)
+        if (!o.empty_has_value) valueless.push_back(o.op);
+      note(spelled(valueless, [](Op op) { return std::string(to_string(op)); }, " and ") +
+           " of n = 0 pass when the reduction throws EmptyInput (they have no value); their reproducers exit 2 "
+           "with that error");
+    }
     if (std::find(sizes_.begin(), sizes_.end(), kHugeSize) != sizes_.end())
       note("n = 2^31+11 runs i32 on uniform input, resident on each device");
     if (skipped_for_time_)

@@ -19,13 +19,13 @@ namespace xr::cli {
 
 enum Exit { kAgree = 0, kDisagree = 1, kUsage = 2, kUnavailable = 3 };
 
-// "a, b, c or d" from the names of a table's entries.
-template <class Range, class Name> std::string spelled(const Range& entries, Name name) {
+// "a, b, c or d" from the names of a table's entries ("a, b, c and d" with last = " and ").
+template <class Range, class Name> std::string spelled(const Range& entries, Name name, const char* last = " or ") {
   const std::size_t count = std::size(entries);
   std::string out;
   std::size_t i = 0;
   for (const auto& e : entries) {
-    if (i > 0) out += i + 1 == count ? " or " : ", ";
+    if (i > 0) out += i + 1 == count ? last : ", ";
     out += name(e);
     ++i;
   }

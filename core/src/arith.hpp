@@ -1,18 +1,20 @@
-// Integer helpers shared by core and the backends' host code. Backends include this header;
-// applications never see it.
+// Integer arithmetic that the backends' plans share: counts of blocks, chunks and rounds. Core
+// and every backend include it (core/src is on their include path); applications never see it.
+// constexpr, so that CUDA device code may call it too (--expt-relaxed-constexpr).
 #pragma once
 
-#include <bit>
 #include <cstdint>
 
 namespace xr::detail {
 
-// a / b rounded up (b > 0).
+// a / b rounded up, for b > 0; no overflow for any a.
 constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); }
 
-// The smallest k with 2^k >= x (0 for x <= 1).
+// The least r with 2^r >= x: 0 for x <= 1, 64 for x > 2^63.
 constexpr unsigned ceil_log2(std::uint64_t x) {
-  return x <= 1 ? 0u : static_cast<unsigned>(std::bit_width(x - 1));
+  unsigned r = 0;
+  while (r < 64 && (std::uint64_t{1} << r) < x) ++r;
+  return r;
 }
 
 }  // namespace xr::detail

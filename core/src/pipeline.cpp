@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "arith.hpp"
 #include "testing.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
@@ -33,7 +34,7 @@ void size_chunks(ChunkPlan& plan, const ChunkPolicy& policy) {
   std::uint64_t chunk = plan.resident ? plan.n : chunk_elements(limits, elem, policy.slots, policy.chunk_bytes);
   if (policy.max_chunk_bytes) chunk = std::min<std::uint64_t>(chunk, std::max<std::uint64_t>(1, policy.max_chunk_bytes / elem));
   plan.chunk = std::max<std::uint64_t>(1, std::min(chunk, plan.n));
-  plan.chunks = (plan.n + plan.chunk - 1) / plan.chunk;
+  plan.chunks = ceil_div(plan.n, plan.chunk);
 }
 
 std::uint64_t chunk_length(const ChunkPlan& plan, std::uint64_t k) {

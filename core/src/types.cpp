@@ -20,36 +20,34 @@ std::string lower(std::string_view text) {
   return s;
 }
 
-// Looks `text` up among (spelling, value) pairs; throws naming the canonical spellings.
-template <class E, std::size_t N>
-E parse_named(std::string_view text, const std::pair<const char*, E> (&table)[N], const char* what,
-              const char* accepted) {
-  const std::string key = lower(text);
-  for (const auto& [name, value] : table)
-    if (key == name) return value;
-  throw InvalidArgument(std::string("unknown ") + what + " '" + printable(text) + "' (expected " +
-                        accepted + ")");
+// Whether `key` is one of `spellings`, "|" between them.
+bool spelled_as(std::string_view spellings, std::string_view key) {
+  while (!spellings.empty()) {
+    const std::size_t bar = spellings.find('|');
+    if (spellings.substr(0, bar) == key) return true;
+    if (bar == std::string_view::npos) return false;
+    spellings.remove_prefix(bar + 1);
+  }
+  return false;
 }
 
 }  // namespace
 
-std::string_view to_string(Op op) {
-#define XR_NAME(e, name) name,
-  static constexpr const char* names[] = {XR_OPS(XR_NAME) XR_PAIR_OPS(XR_NAME)};
-#undef XR_NAME
-  return names[static_cast<int>(op)];
-}
+std::string_view to_string(Op op) { return op_info(op).name; }
 
 std::string_view to_string(DType type) { return type_info(type).name; }
 
 std::string_view to_string(Accumulator acc) { return acc == Accumulator::Wide ? "wide" : "native"; }
 
 Op parse_op(std::string_view text) {
-  static constexpr std::pair<const char*, Op> table[] = {
-      {"sum", Op::Sum}, {"add", Op::Sum}, {"+", Op::Sum},      {"prod", Op::Prod}, {"product", Op::Prod},
-      {"mul", Op::Prod}, {"*", Op::Prod}, {"min", Op::Min},    {"max", Op::Max},
-      {"argmin", Op::ArgMin}, {"argmax", Op::ArgMax}, {"minmax", Op::MinMax}};
-  return parse_named(text, table, "op", "sum, prod, min, max, argmin, argmax or minmax");
+  const std::string key = lower(text);
+  std::string accepted;
+  for (std::size_t row = 0; row < std::size(op_table); ++row) {
+    const OpInfo& o = op_table[row];
+    if (key == o.name || spelled_as(o.aliases, key)) return o.op;
+    accepted += (row == 0 ? "" : row + 1 == std::size(op_table) ? " or " : ", ") + std::string(o.name);
+  }
+  throw InvalidArgument("unknown op '" + printable(text) + "' (expected " + accepted + ")");
 }
 
 std::string format_bytes(std::uint64_t bytes) {
@@ -150,7 +148,7 @@ Scalar empty_scalar(Op op, DType type) {
 }
 
 void require_value_exists(Op op, std::uint64_t n) {
-  if (n == 0 && op != Op::Sum && op != Op::Prod)
+  if (n == 0 && !op_info(op).empty_has_value)
     throw EmptyInput(std::string(to_string(op)) + " of an empty input has no value");
 }
 

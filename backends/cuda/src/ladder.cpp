@@ -56,15 +56,6 @@ void require_aligned(const void* p, std::size_t align, const char* what) {
                           std::to_string(align) + " bytes");
 }
 
-// ---- small helpers ---------------------------------------------------------------------
-
-u64 ceil_div(u64 a, u64 b) { return a / b + (a % b != 0); }
-unsigned ceil_log2(u64 x) {
-  unsigned r = 0;
-  while ((u64(1) << r) < x && r < 63) ++r;
-  return r;
-}
-
 // ---- the table -------------------------------------------------------------------------
 
 const std::vector<RungEntry>& ladder() {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "arith.hpp"
 #include "xreduce/reducer.hpp"
 #include "xreduce/types.hpp"
 
@@ -164,7 +165,7 @@ RungEntry auto_rung();                   // rungs_grid.cu
 void add_pair_runs(RungEntry& e);
 const RungEntry& empty_input_entry();    // rungs_atomic.cu: n = 0 on every rung
 
-u64 ceil_div(u64 a, u64 b);
-unsigned ceil_log2(u64 x);
+using ::xr::detail::ceil_div;
+using ::xr::detail::ceil_log2;
 
 }  // namespace xr::cuda::detail

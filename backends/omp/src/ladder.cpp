@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "arith.hpp"
 #include "cpu.hpp"
 #include "exact.hpp"
 #include "lanes.hpp"
@@ -23,6 +24,7 @@
 namespace xr::omp::detail {
 namespace {
 
+using xr::detail::ceil_div;
 
 // The type each rung combines in. Integer sums and products run in the unsigned type so that
 // wrap-around is defined.
@@ -100,7 +102,7 @@ template <Op O, class T, class A> RungValue run_clause(const T* x, std::uint64_t
   A value = static_cast<A>(acc);
   if constexpr (is_float_v<A>)
     if (nan) value = std::numeric_limits<A>::quiet_NaN();
-  return {Scalar::of<A>(value), (n + threads - 1) / threads + threads};
+  return {Scalar::of<A>(value), ceil_div(n, threads) + threads};
 }
 
 // One thread's share of the `vector` rung (lanes.hpp), compiled for the portable build and again
@@ -161,7 +163,7 @@ template <Op O, class T, class A> RungValue run_vector(const T* x, std::uint64_t
   }
   A r = identity<A>(O);
   for (const auto& p : partial) r = OpFn<O>::apply(r, p);
-  return {Scalar::of<A>(r), (n + threads * K - 1) / (threads * K) + K + threads};
+  return {Scalar::of<A>(r), ceil_div(n, threads * K) + K + threads};
 }
 
 // The pair ops on rung `vector`: each thread's record of its share (lanes.hpp: the lanes fold

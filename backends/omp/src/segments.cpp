@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "arith.hpp"
 #include "cpu.hpp"
 #include "ladder.hpp"
 #include "policy.hpp"
@@ -38,6 +39,8 @@
 namespace xr::omp::detail {
 namespace {
 
+using xr::detail::ceil_div;
+using xr::detail::ceil_log2;
 using xr::detail::ExactPiece;
 using xr::detail::SegmentJob;
 using xr::detail::SegmentOutcome;
@@ -45,9 +48,6 @@ using xr::detail::SegmentOutcome;
 template <class A> constexpr std::uint64_t kLanes = kLaneBytes / sizeof(A);
 
 template <Op O, class A> constexpr A start_of() { return OpFn<O>::template identity<A>(); }
-
-// log2 of a power of two.
-constexpr std::uint64_t log2_of(std::uint64_t w) { return w > 1 ? 1 + log2_of(w / 2) : 0; }
 
 // Share t of nt of [0, total): its first position (share nt is total); no overflow.
 std::uint64_t share_start(std::uint64_t total, std::uint64_t t, std::uint64_t nt) {
@@ -147,7 +147,7 @@ inline void finish_streaming() {
 template <Op O, class T, class A, std::uint64_t L> void run_fixed_rows(const T* x, std::uint64_t rows, A* out, int threads) {
   constexpr std::uint64_t B = kOutputBlockBytes / sizeof(A), P = kPackLanes<A>, W = std::min(kLanes<A>, std::bit_ceil(L));
   const bool stream = rows * sizeof(A) >= kStreamOutputBytes && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
-  const std::uint64_t blocks = (rows + B - 1) / B;
+  const std::uint64_t blocks = ceil_div(rows, B);
   // Whether the W-element block from row r's last block lies inside the input (fold_pack).
   const auto readable = [&](std::uint64_t r) { return last_block_readable<W>(r * L, L, rows * L); };
 #pragma omp parallel num_threads(threads)
@@ -185,7 +185,7 @@ template <Op O, class T, class A, std::uint64_t L> void run_fixed_rows(const T* 
 // The dense row lengths with a loop of their own (run_fixed_rows): 1 to kShortRow, then the
 // powers of two up to kFixedRowMax.
 constexpr std::uint64_t fixed_row_length(std::uint64_t k) { return k < kShortRow ? k + 1 : kShortRow << (k - kShortRow + 1); }
-constexpr std::uint64_t kFixedRowLengths = kShortRow + log2_of(kFixedRowMax / kShortRow);
+constexpr std::uint64_t kFixedRowLengths = kShortRow + ceil_log2(kFixedRowMax / kShortRow);
 
 template <Op O, class T, class A, std::size_t... K>
 bool fixed_rows(const T* x, const SegmentLayout& l, A* out, int threads, std::index_sequence<K...>) {
@@ -207,7 +207,7 @@ struct RowSegments {
   std::uint64_t finish(std::uint64_t i) const { return (i + 1) * length; }
   std::uint64_t place(std::uint64_t i) const { return i * stride; }
   // The first segment that starts at or after position v (count if none).
-  std::uint64_t first_from(std::uint64_t v) const { return std::min(count, (v + length - 1) / length); }
+  std::uint64_t first_from(std::uint64_t v) const { return std::min(count, ceil_div(v, length)); }
 };
 
 // Offsets: segment i is elements [offsets[i], offsets[i + 1]), positions less offsets[0].
@@ -246,7 +246,7 @@ std::uint64_t run_segments(const T* x, std::uint64_t readable, const S& s, A* ou
   std::uint64_t longest = 0;
   if constexpr (std::is_same_v<S, RowSegments>) longest = s.length;
   else longest = total;
-  return std::min(longest, total / static_cast<std::uint64_t>(threads) + 1) / W + 1 + log2_of(W) +
+  return std::min(longest, total / static_cast<std::uint64_t>(threads) + 1) / W + 1 + ceil_log2(W) +
          static_cast<std::uint64_t>(threads);
 }
 

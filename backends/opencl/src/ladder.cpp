@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "cl_types.hpp"
 #include "internal.hpp"
 #include "launch.hpp"
 #include "pipeline.hpp"
@@ -187,11 +188,11 @@ std::string type_options(DType in, DType acc) {
   // f16 and bf16 are stored as themselves (XR_IN_HALF, XR_OUT_HALF) and computed in float.
   const auto half_code = [](DType t) { return t == DType::F16 ? "1" : "2"; };
   const TypeInfo &i = type_info(in), &a = type_info(acc), &c = type_info(compute_dtype(acc));
-  std::string o = " -DXR_IN_T=" + std::string(i.opencl) + " -DXR_ACC_T=" + std::string(c.opencl) +
+  std::string o = " -DXR_IN_T=" + std::string(cl_type_name(in)) + " -DXR_ACC_T=" + std::string(cl_type_name(compute_dtype(acc))) +
                   " -DXR_ACC_BYTES=" + std::to_string(c.size) + " -DXR_ACC_FLOAT=" + (c.is_float ? "1" : "0") +
                   " -DXR_FP64=" + (in == DType::F64 || acc == DType::F64 ? "1" : "0");
   if (i.is_half) o += std::string(" -DXR_IN_HALF=") + half_code(in);
-  if (a.is_half) o += " -DXR_OUT_T=" + std::string(a.opencl) + " -DXR_OUT_HALF=" + half_code(acc);
+  if (a.is_half) o += " -DXR_OUT_T=" + std::string(cl_type_name(acc)) + " -DXR_OUT_HALF=" + half_code(acc);
   return o;
 }
 

@@ -14,38 +14,48 @@
 
 namespace xr {
 
-// The folds, one row each: enumerator, name. A fold returns one value, two of which combine
-// into one; what each means (identity, how two values combine, NaN) is its OpFn in
+// What one reduction by an op gives.
+enum class OpKind : std::uint8_t {
+  Fold,     // one value, two of which combine into one (OpFn in xreduce/semantics.hpp)
+  Located,  // a value and the index of its first occurrence (Located<T>, PairFn)
+  Bounds,   // the min and the max (Bounds<T>, PairFn)
+};
+
+// The ops, one row each: enumerator, name, kind, the other spellings parse_op accepts ("|"
+// between them), whether a reduction of no elements has a value (empty_value in
+// xreduce/semantics.hpp; the others throw EmptyInput). The folds first, then the pair ops.
+
+// The folds. What each means (identity, how two values combine, NaN) is its OpFn in
 // xreduce/semantics.hpp.
-#define XR_OPS(X) \
-  X(Sum, "sum")   \
-  X(Prod, "prod") \
-  X(Min, "min")   \
-  X(Max, "max")
+#define XR_OPS(X)                              \
+  X(Sum, "sum", Fold, "add|+", true)           \
+  X(Prod, "prod", Fold, "product|mul|*", true) \
+  X(Min, "min", Fold, "", false)               \
+  X(Max, "max", Fold, "", false)
 
-// The pair ops, one row each: enumerator, name. Each returns two things of one read of the
-// data: argmin and argmax the extreme value and the index of its first occurrence, minmax the
-// min and the max. What each means is its PairFn in xreduce/semantics.hpp.
-#define XR_PAIR_OPS(X)    \
-  X(ArgMin, "argmin")     \
-  X(ArgMax, "argmax")     \
-  X(MinMax, "minmax")
+// The pair ops: each returns two things of one read of the data, argmin and argmax the extreme
+// value and the index of its first occurrence, minmax the min and the max. What each means is
+// its PairFn in xreduce/semantics.hpp.
+#define XR_PAIR_OPS(X)                    \
+  X(ArgMin, "argmin", Located, "", false) \
+  X(ArgMax, "argmax", Located, "", false) \
+  X(MinMax, "minmax", Bounds, "", false)
 
-// The element types, one row each: enumerator, C++ type, name, .npy descr (little-endian),
-// OpenCL C storage type (bf16 has no .npy descr, and is its bits in OpenCL C). Everything else about a type (size, float or integer, limits, the accumulator
-// of its sum) follows from its C++ type: see accumulator_t below. New rows go last: the
+// The element types, one row each: enumerator, C++ type, name, .npy descr (little-endian; bf16
+// has none). Everything else about a type (size, float or integer, limits, the accumulator of
+// its sum) follows from its C++ type: see accumulator_t below. New rows go last: the
 // enumerators' values are part of the ABI.
-#define XR_ELEMENT_TYPES(X)                   \
-  X(I32, std::int32_t, "i32", "<i4", "int")   \
-  X(I64, std::int64_t, "i64", "<i8", "long")  \
-  X(F32, float, "f32", "<f4", "float")        \
-  X(F64, double, "f64", "<f8", "double")      \
-  X(I8, std::int8_t, "i8", "|i1", "char")     \
-  X(U8, std::uint8_t, "u8", "|u1", "uchar")   \
-  X(U32, std::uint32_t, "u32", "<u4", "uint") \
-  X(U64, std::uint64_t, "u64", "<u8", "ulong") \
-  X(F16, xr::f16, "f16", "<f2", "half")        \
-  X(BF16, xr::bf16, "bf16", "", "ushort")
+#define XR_ELEMENT_TYPES(X)            \
+  X(I32, std::int32_t, "i32", "<i4")   \
+  X(I64, std::int64_t, "i64", "<i8")   \
+  X(F32, float, "f32", "<f4")          \
+  X(F64, double, "f64", "<f8")         \
+  X(I8, std::int8_t, "i8", "|i1")      \
+  X(U8, std::uint8_t, "u8", "|u1")     \
+  X(U32, std::uint32_t, "u32", "<u4")  \
+  X(U64, std::uint64_t, "u64", "<u8")  \
+  X(F16, xr::f16, "f16", "<f2")        \
+  X(BF16, xr::bf16, "bf16", "")
 
 #define XR_ENUMERATOR(e, ...) e,
 enum class Op : std::uint8_t { XR_OPS(XR_ENUMERATOR) XR_PAIR_OPS(XR_ENUMERATOR) };
@@ -67,10 +77,39 @@ inline constexpr std::array all_dtypes{XR_ELEMENT_TYPES(XR_QUALIFIED)};
 inline constexpr std::array classic_dtypes{DType::I32, DType::I64, DType::F32, DType::F64};
 inline constexpr std::size_t kOpCount = all_ops.size();
 inline constexpr std::size_t kFoldCount = fold_ops.size();
+inline constexpr std::size_t kDTypeCount = all_dtypes.size();
+
+// A row of the op table, for code that needs an op's facts at run time.
+struct OpInfo {
+  Op op;
+  std::string_view name;     // "sum"
+  OpKind kind;
+  std::string_view aliases;  // the other spellings parse_op accepts, "|" between them: "add|+"
+  bool empty_has_value;      // a reduction of no elements gives empty_value (else EmptyInput)
+};
+
+#define XR_OP_INFO(e, name, kind, aliases, empty_has_value) \
+  OpInfo{Op::e, name, OpKind::kind, aliases, empty_has_value},
+inline constexpr OpInfo op_table[] = {XR_OPS(XR_OP_INFO) XR_PAIR_OPS(XR_OP_INFO)};
+#undef XR_OP_INFO
+#define XR_FOLD_ROW(e, name, kind, ...) \
+  static_assert(OpKind::kind == OpKind::Fold, name ": the rows of XR_OPS are folds");
+XR_OPS(XR_FOLD_ROW)
+#undef XR_FOLD_ROW
+#define XR_PAIR_ROW(e, name, kind, ...) \
+  static_assert(OpKind::kind != OpKind::Fold, name ": the rows of XR_PAIR_OPS are pair ops");
+XR_PAIR_OPS(XR_PAIR_ROW)
+#undef XR_PAIR_ROW
+constexpr const OpInfo& op_info(Op op) {
+  const auto row = static_cast<std::size_t>(op);
+  if (row >= std::size(op_table)) throw std::out_of_range("xr::op_info: not an Op");
+  return op_table[row];
+}
+// The folds come first in the table (the static_asserts above), so an op is a pair op by its
+// position alone.
 constexpr bool is_pair(Op op) { return static_cast<std::size_t>(op) >= kFoldCount; }
 // argmin and argmax: their result carries an index (Result::index).
-constexpr bool is_indexed(Op op) { return op == Op::ArgMin || op == Op::ArgMax; }
-inline constexpr std::size_t kDTypeCount = all_dtypes.size();
+constexpr bool is_indexed(Op op) { return op_info(op).kind == OpKind::Located; }
 
 // A row of the element-type table, for code that needs a type's facts at run time.
 struct TypeInfo {
@@ -78,14 +117,13 @@ struct TypeInfo {
   std::string_view name;    // "f32"
   std::size_t size;         // bytes
   std::string_view npy;     // .npy descr, "<f4"
-  std::string_view opencl;  // OpenCL C type, "float"
   bool is_float;
   bool is_signed;
   bool is_half;  // f16, bf16: stored in 16 bits, computed in f32
 };
 
-#define XR_TYPE_INFO(e, T, name, npy, cl) \
-  TypeInfo{DType::e, name, sizeof(T), npy, cl, is_float_v<T>, is_float_v<T> || std::is_signed_v<T>, is_half_v<T>},
+#define XR_TYPE_INFO(e, T, name, npy) \
+  TypeInfo{DType::e, name, sizeof(T), npy, is_float_v<T>, is_float_v<T> || std::is_signed_v<T>, is_half_v<T>},
 inline constexpr TypeInfo type_table[] = {XR_ELEMENT_TYPES(XR_TYPE_INFO)};
 #undef XR_TYPE_INFO
 constexpr const TypeInfo& type_info(DType t) {
@@ -103,11 +141,10 @@ enum class Accumulator : std::uint8_t { Wide, Native };
 XR_API std::string_view to_string(Op op);
 XR_API std::string_view to_string(DType type);
 XR_API std::string_view to_string(Accumulator acc);
-// Case-insensitive; accepts "sum|add|+", "prod|product|mul|*", "min", "max", "argmin", "argmax",
-// "minmax" and
-// "i32|int32|int", "i64|int64|long", "f32|float32|float", "f64|float64|double", "i8|int8",
-// "u8|uint8", "u32|uint32", "u64|uint64", "f16|float16|half", "bf16|bfloat16".
-// Throws InvalidArgument naming the accepted spellings.
+// Case-insensitive. parse_op accepts an op's name and its other spellings (op_table);
+// parse_dtype "i32|int32|int", "i64|int64|long", "f32|float32|float", "f64|float64|double",
+// "i8|int8", "u8|uint8", "u32|uint32", "u64|uint64", "f16|float16|half", "bf16|bfloat16".
+// Each throws InvalidArgument naming the accepted names.
 XR_API Op parse_op(std::string_view text);
 XR_API DType parse_dtype(std::string_view text);
 
