@@ -35,9 +35,13 @@ template <class Range, class Name> std::string spelled(const Range& entries, Nam
 // A Result's or a Reference's value as the CLI shows it: "3.5"; argmin, argmax "3.5 at 17" (the
 // index of its first occurrence); minmax "-1 .. 7".
 template <class R> std::string value_text(const R& r) {
-  if (is_indexed(r.op)) return r.value.to_string() + " at " + std::to_string(r.index);
-  if (r.op == Op::MinMax) return r.value.to_string() + " .. " + r.maximum.to_string();
-  return r.value.to_string();
+  std::string text = r.value.to_string();
+  switch (op_info(r.op).kind) {
+    case OpKind::Fold: break;
+    case OpKind::Located: text += " at " + std::to_string(r.index); break;
+    case OpKind::Bounds: text += " .. " + r.maximum.to_string(); break;
+  }
+  return text;
 }
 
 // `text` quoted and escaped for a one-line message.

@@ -107,12 +107,16 @@ json to_json(const Row& row, const Reference& ref) {
   j["value"] = r.value.to_string();
   j["value_type"] = to_string(r.value.type);
   j["reference"] = ref.value.to_string();
-  if (is_indexed(r.op)) {
-    j["index"] = r.index;
-    j["reference_index"] = ref.index;
-  } else if (r.op == Op::MinMax) {
-    j["maximum"] = r.maximum.to_string();
-    j["reference_maximum"] = ref.maximum.to_string();
+  switch (op_info(r.op).kind) {
+    case OpKind::Fold: break;
+    case OpKind::Located:
+      j["index"] = r.index;
+      j["reference_index"] = ref.index;
+      break;
+    case OpKind::Bounds:
+      j["maximum"] = r.maximum.to_string();
+      j["reference_maximum"] = ref.maximum.to_string();
+      break;
   }
   j["agrees"] = row.agreement.ok;
   j["detail"] = row.agreement.detail;

@@ -529,8 +529,10 @@ FileLayout inspect_regular(int fd, const std::string& name, std::uint64_t size, 
       check_npy_size(h, size, name);
       return {FileFormat::Npy, h.type, h.n, h.data_at, size, h.shape, h.fortran_order};
     }
-    default: return raw_layout(name, size, type);
+    case FileFormat::Auto:  // resolve_regular gives the file's format, never Auto
+    case FileFormat::Raw: break;
   }
+  return raw_layout(name, size, type);
 }
 
 HostBuffer read_whole(int fd, const std::string& name, std::optional<std::uint64_t> size, std::optional<DType> type,
@@ -552,17 +554,17 @@ HostBuffer read_whole(int fd, const std::string& name, std::optional<std::uint64
       if (n == h.n && !size && !r.at_end()) fail(name, "unexpected bytes after the " + count(h.n) + " elements");
       return buf;
     }
-    default: {
-      if (!size) {
-        if (!type) fail(name, "raw binary input needs an element type (--type i32|i64|f32|f64)");
-        return read_raw_stream(r, name, *type, max_elements);
-      }
-      const FileLayout layout = raw_layout(name, *size, type);
-      return read_elements(r, name, layout.type, bounded(layout.n), [&](std::uint64_t at, std::uint64_t expected) {
-        fail(name, "truncated: ends at byte " + count(at) + ", expected " + count(expected) + " bytes");
-      });
-    }
+    case FileFormat::Auto:  // resolve gives the input's format, never Auto
+    case FileFormat::Raw: break;
   }
+  if (!size) {
+    if (!type) fail(name, "raw binary input needs an element type (--type i32|i64|f32|f64)");
+    return read_raw_stream(r, name, *type, max_elements);
+  }
+  const FileLayout layout = raw_layout(name, *size, type);
+  return read_elements(r, name, layout.type, bounded(layout.n), [&](std::uint64_t at, std::uint64_t expected) {
+    fail(name, "truncated: ends at byte " + count(at) + ", expected " + count(expected) + " bytes");
+  });
 }
 
 }  // namespace input

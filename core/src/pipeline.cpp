@@ -116,11 +116,33 @@ Scalar scalar_from_bytes(DType type, const void* bytes) {
   });
 }
 
+namespace {
+
+// Calls f(PairFn<op>{}, T{}) for a run-time pair op over a run-time type.
+template <class F> decltype(auto) visit_pair_record(Op op, DType type, F&& f) {
+  return visit_pair(op, [&](auto fn) { return visit_dtype(type, [&](auto t) { return f(fn, t); }); });
+}
+
+// A pair op's record into a cell's value, and back.
+template <class T> void store(CellValue& c, const Located<T>& r) {
+  c.value = Scalar::of(r.value);
+  c.index = r.index == kNoIndex ? -1 : r.index;
+}
+template <class T> void store(CellValue& c, const Bounds<T>& r) {
+  c.value = Scalar::of(r.min);
+  c.maximum = Scalar::of(r.max);
+}
+template <class T> void load(Located<T>& r, const CellValue& c) {
+  r = {c.value.as<T>(), c.index < 0 ? kNoIndex : c.index};
+}
+template <class T> void load(Bounds<T>& r, const CellValue& c) { r = {c.value.as<T>(), c.maximum.as<T>()}; }
+
+}  // namespace
+
 std::size_t cell_bytes(Op op, DType type, Accumulator acc) {
   if (!is_pair(op)) return size_of(result_dtype(op, type, acc));
-  return visit_dtype(type, [&](auto t) {
-    using T = decltype(t);
-    return op == Op::MinMax ? sizeof(Bounds<T>) : sizeof(Located<T>);
+  return visit_pair_record(op, type, [](auto fn, auto t) {
+    return sizeof(pair_record_t<decltype(fn)::op, decltype(t)>);
   });
 }
 
@@ -130,19 +152,10 @@ CellValue read_cell(Op op, DType type, Accumulator acc, const void* bytes) {
     c.value = scalar_from_bytes(result_dtype(op, type, acc), bytes);
     return c;
   }
-  visit_dtype(type, [&](auto t) {
-    using T = decltype(t);
-    if (op == Op::MinMax) {
-      Bounds<T> b;
-      std::memcpy(&b, bytes, sizeof b);
-      c.value = Scalar::of(b.min);
-      c.maximum = Scalar::of(b.max);
-    } else {
-      Located<T> l;
-      std::memcpy(&l, bytes, sizeof l);
-      c.value = Scalar::of(l.value);
-      c.index = l.index == kNoIndex ? -1 : l.index;
-    }
+  visit_pair_record(op, type, [&](auto fn, auto t) {
+    pair_record_t<decltype(fn)::op, decltype(t)> r;
+    std::memcpy(&r, bytes, sizeof r);
+    store(c, r);
   });
   return c;
 }
@@ -156,20 +169,12 @@ CellValue combine_cells(Op op, DType type, Accumulator acc, const CellValue& a, 
     });
     return c;
   }
-  visit_dtype(type, [&](auto t) {
-    using T = decltype(t);
-    const auto located = [](const CellValue& v) { return Located<T>{v.value.as<T>(), v.index < 0 ? kNoIndex : v.index}; };
-    if (op == Op::MinMax) {
-      const auto m = PairFn<Op::MinMax>::apply(Bounds<T>{a.value.as<T>(), a.maximum.as<T>()},
-                                               Bounds<T>{b.value.as<T>(), b.maximum.as<T>()});
-      c.value = Scalar::of(m.min);
-      c.maximum = Scalar::of(m.max);
-    } else {
-      const auto l = op == Op::ArgMin ? PairFn<Op::ArgMin>::apply(located(a), located(b))
-                                      : PairFn<Op::ArgMax>::apply(located(a), located(b));
-      c.value = Scalar::of(l.value);
-      c.index = l.index == kNoIndex ? -1 : l.index;
-    }
+  visit_pair_record(op, type, [&](auto fn, auto t) {
+    using F = decltype(fn);
+    pair_record_t<F::op, decltype(t)> x, y;
+    load(x, a);
+    load(y, b);
+    store(c, F::apply(x, y));
   });
   return c;
 }

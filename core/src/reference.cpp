@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #ifdef _OPENMP
@@ -31,25 +32,23 @@ template <class T> class ReferenceState {
   using Wide = wide_sum_t<T>;  // the Wide accumulator of a sum of T
 
  public:
-  ReferenceState(Op op, Accumulator acc)
-      : op_(op), acc_(acc), value_(is_pair(op) ? T{} : identity<T>(op)),
-        located_(op == Op::ArgMax ? PairFn<Op::ArgMax>::identity<T>() : PairFn<Op::ArgMin>::identity<T>()),
-        bounds_(PairFn<Op::MinMax>::identity<T>()) {}
+  ReferenceState(Op op, Accumulator acc) : op_(op), acc_(acc), value_{} {
+    if (is_pair(op))
+      visit_pair(op, [&](auto fn) { record<decltype(fn)>() = decltype(fn)::template identity<T>(); });
+    else
+      value_ = identity<T>(op);
+  }
 
   void add(const T* x, std::uint64_t n) {
     const auto first = static_cast<std::int64_t>(n_);
     n_ += n;
     const auto count = static_cast<std::int64_t>(n);
-    if (is_indexed(op_)) {
+    if (is_pair(op_)) {
       visit_pair(op_, [&](auto fn) {
         using F = decltype(fn);
-        if constexpr (F::op != Op::MinMax)
-          for (std::int64_t i = 0; i < count; ++i) located_ = F::apply(located_, Located<T>{x[i], first + i});
+        auto& r = record<F>();
+        for (std::int64_t i = 0; i < count; ++i) r = F::apply(r, element(r, x[i], first + i));
       });
-      return;
-    }
-    if (op_ == Op::MinMax) {
-      for (std::uint64_t i = 0; i < n; ++i) bounds_ = PairFn<Op::MinMax>::apply(bounds_, Bounds<T>{x[i], x[i]});
       return;
     }
     if constexpr (is_float_v<T>) {
@@ -98,14 +97,8 @@ template <class T> class ReferenceState {
     ref.op = op_;
     ref.type = dtype_of<T>;
     ref.value = Scalar::of<T>(value_);
-    if (is_indexed(op_)) {
-      ref.value = Scalar::of<T>(located_.value);
-      ref.index = located_.index == kNoIndex ? -1 : located_.index;
-      return ref;
-    }
-    if (op_ == Op::MinMax) {
-      ref.value = Scalar::of<T>(bounds_.min);
-      ref.maximum = Scalar::of<T>(bounds_.max);
+    if (is_pair(op_)) {
+      visit_pair(op_, [&](auto fn) { report(ref, record<decltype(fn)>()); });
       return ref;
     }
     if constexpr (is_float_v<T>) {
@@ -124,16 +117,33 @@ template <class T> class ReferenceState {
   }
 
  private:
+  // The record of pair op F.
+  template <class F> pair_record_t<F::op, T>& record() { return std::get<pair_record_t<F::op, T>>(records_); }
+  template <class F> const pair_record_t<F::op, T>& record() const {
+    return std::get<pair_record_t<F::op, T>>(records_);
+  }
+  // Element x at position i as a record like r.
+  static Located<T> element(const Located<T>&, T x, std::int64_t i) { return {x, i}; }
+  static Bounds<T> element(const Bounds<T>&, T x, std::int64_t) { return {x, x}; }
+  // A record into the reference.
+  static void report(Reference& ref, const Located<T>& r) {
+    ref.value = Scalar::of<T>(r.value);
+    ref.index = r.index == kNoIndex ? -1 : r.index;
+  }
+  static void report(Reference& ref, const Bounds<T>& r) {
+    ref.value = Scalar::of<T>(r.min);
+    ref.maximum = Scalar::of<T>(r.max);
+  }
+
   Op op_;
   Accumulator acc_;
   std::uint64_t n_ = 0;
-  T value_;                  // integers, min, max
-  Located<T> located_;       // argmin, argmax
-  Bounds<T> bounds_;         // minmax
-  ExactSum sum_;             // float sums
-  double magnitude_ = 0;     // float sums: sum |x|
-  long double product_ = 1;  // float products
-  Wide wide_ = 0;            // sums of narrow integers in 64 bits (wrapping)
+  T value_;                                    // integers, min, max
+  std::tuple<Located<T>, Bounds<T>> records_;  // the pair ops: argmin and argmax, minmax
+  ExactSum sum_;                               // float sums
+  double magnitude_ = 0;                       // float sums: sum |x|
+  long double product_ = 1;                    // float products
+  Wide wide_ = 0;                              // sums of narrow integers in 64 bits (wrapping)
 };
 
 // (1 + u)^k - 1: the relative error after k roundings of unit roundoff u.
@@ -203,10 +213,22 @@ Agreement check_result(const Result& result, const Reference& ref, bool exact) {
     const auto same = [](const Scalar& x, const Scalar& y) {
       return is_float(x.type) ? (x.f == y.f || (std::isnan(x.f) && std::isnan(y.f))) : x.i == y.i;
     };
-    const bool indexed = is_indexed(ref.op);
-    a.ok = same(got, want) && (indexed ? result.index == ref.index : same(result.maximum, ref.maximum));
+    const OpKind kind = op_info(ref.op).kind;
+    bool second_same = true;  // the index, or the max
+    switch (kind) {
+      case OpKind::Fold: break;
+      case OpKind::Located: second_same = result.index == ref.index; break;
+      case OpKind::Bounds: second_same = same(result.maximum, ref.maximum); break;
+    }
+    a.ok = same(got, want) && second_same;
     const auto both = [&](const Scalar& v, std::int64_t index, const Scalar& maximum) {
-      return indexed ? v.to_string() + " at " + std::to_string(index) : v.to_string() + ".." + maximum.to_string();
+      std::string text = v.to_string();
+      switch (kind) {
+        case OpKind::Fold: break;
+        case OpKind::Located: text += " at " + std::to_string(index); break;
+        case OpKind::Bounds: text += ".." + maximum.to_string(); break;
+      }
+      return text;
     };
     a.detail = std::string(a.ok ? "exact" : "differs") + ": got " + both(got, result.index, result.maximum) +
                ", reference " + both(want, ref.index, ref.maximum);

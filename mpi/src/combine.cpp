@@ -203,7 +203,7 @@ Combined Wire::combine(MPI_Comm comm, const Part& part, int root) const {
   Combined c;
   c.n = static_cast<std::uint64_t>(all[kCount]);
   c.nonempty = static_cast<int>(all[kNonEmpty]);
-  if ((op == Op::Min || op == Op::Max) && c.n == 0)
+  if (!op_info(op).empty_has_value && c.n == 0)
     throw EmptyInput(std::string(to_string(op)) + " of no elements: every rank's part is empty (" +
                      std::to_string(size) + " ranks)");
 

@@ -188,8 +188,8 @@ struct Reducer::State {
     part.runs = combines(options);
     try {
       refuse_pair_op(op);
-      part.result = n == 0 && (op == Op::Min || op == Op::Max) ? empty_part(op, type, options)
-                                                               : local->reduce(in, op, options);
+      part.result = n == 0 && !op_info(op).empty_has_value ? empty_part(op, type, options)
+                                                            : local->reduce(in, op, options);
       part.result.backend = local->backend();
       part.result.device = local->device();
       if (part.result.kernel.empty()) part.result.kernel = options.kernel;
@@ -293,7 +293,7 @@ template <class Input> Reference distributed_reference(MPI_Comm comm, Input& loc
     options.accumulator = acc;
     options.exact = true;  // float sums: the reference is exact
     refuse_pair_op(op);
-    if (n == 0 && (op == Op::Min || op == Op::Max)) {
+    if (n == 0 && !op_info(op).empty_has_value) {
       part.result = empty_part(op, type, options);
     } else {
       const Reference ref = xr::reference_reduce(local, op, acc);

@@ -89,13 +89,14 @@ template <Op O, class T, class A> RungValue run_clause(const T* x, std::uint64_t
   } else if constexpr (O == Op::Min) {
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(min : acc)
     for (std::int64_t i = 0; i < count; ++i) acc = x[i] < acc ? x[i] : acc;
-  } else if constexpr (std::is_floating_point_v<Wt>) {
+  } else if constexpr (O == Op::Max && std::is_floating_point_v<Wt>) {
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(xr_float_max : acc) reduction(|| : nan)
     for (std::int64_t i = 0; i < count; ++i) {
       nan = nan || x[i] != x[i];
       acc = acc < x[i] ? x[i] : acc;
     }
   } else {
+    static_assert(O == Op::Max, "run_clause: a fold with no reduction clause");
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(max : acc)
     for (std::int64_t i = 0; i < count; ++i) acc = acc < x[i] ? x[i] : acc;
   }
@@ -166,6 +167,20 @@ template <Op O, class T, class A> RungValue run_vector(const T* x, std::uint64_t
   return {Scalar::of<A>(r), ceil_div(n, threads * K) + K + threads};
 }
 
+// A pair op's record as the rung's value.
+template <class T> RungValue rung_value(const Located<T>& r) {
+  RungValue v{};
+  v.value = Scalar::of<T>(r.value);
+  v.index = r.index == kNoIndex ? -1 : r.index;
+  return v;
+}
+template <class T> RungValue rung_value(const Bounds<T>& r) {
+  RungValue v{};
+  v.value = Scalar::of<T>(r.min);
+  v.maximum = Scalar::of<T>(r.max);
+  return v;
+}
+
 // The pair ops on rung `vector`: each thread's record of its share (lanes.hpp: the lanes fold
 // every block, and only a block that beats the record is searched for its index), the threads'
 // records by PairFn.
@@ -181,15 +196,7 @@ template <Op O, class T> RungValue run_pair(const T* x, std::uint64_t n, int thr
   }
   Record r = PairFn<O>::template identity<T>();
   for (const auto& p : partial) r = PairFn<O>::apply(r, p);
-  RungValue v{};
-  if constexpr (O == Op::MinMax) {
-    v.value = Scalar::of<T>(r.min);
-    v.maximum = Scalar::of<T>(r.max);
-  } else {
-    v.value = Scalar::of<T>(r.value);
-    v.index = r.index == kNoIndex ? -1 : r.index;
-  }
-  return v;
+  return rung_value(r);
 }
 
 // probe `stream_read`: XORs every 8-byte word of the input in vectorised lanes; the rate of
@@ -278,12 +285,13 @@ template <class T> ExactSum::Raw exact_half_state(const T* x, std::uint64_t n, i
 // Exact mode (float sums): per-thread exact window sums feeding ExactSum superaccumulators,
 // merged in thread order, rounded once (docs/exact.md).
 ExactSum::Raw exact_state(HostArray in, int threads) {
-  switch (in.type) {
-    case DType::F32: return exact_sum_state(static_cast<const float*>(in.data), in.n, threads);
-    case DType::F16: return exact_half_state(static_cast<const f16*>(in.data), in.n, threads);
-    case DType::BF16: return exact_half_state(static_cast<const bf16*>(in.data), in.n, threads);
-    default: return exact_sum_state(static_cast<const double*>(in.data), in.n, threads);
-  }
+  return visit_dtype(in.type, [&](auto t) -> ExactSum::Raw {
+    using T = decltype(t);
+    const T* x = static_cast<const T*>(in.data);
+    if constexpr (is_half_v<T>) return exact_half_state(x, in.n, threads);
+    else if constexpr (std::is_floating_point_v<T>) return exact_sum_state(x, in.n, threads);
+    else throw InvalidArgument("omp: exact mode covers float sums, not " + std::string(to_string(in.type)));
+  });
 }
 
 int thread_count(const RunOptions& options) {

@@ -82,7 +82,7 @@ template <Op O, class C, u64 K = kLanes<C>> struct Folds {
     u64 i = 0;
     if constexpr (std::is_same_v<T, f16>) {
       static_assert(std::is_same_v<C, float> && K == 32);
-      return fold_f16(O, lane, x, n);
+      return fold_f16<O>(lane, x, n);
     } else if constexpr (std::is_same_v<T, bf16>) {
       static_assert(std::is_same_v<C, float> && K % 2 == 0);
       for (; i + K <= n; i += K) {

@@ -34,6 +34,7 @@
 #include "ladder.hpp"
 #include "policy.hpp"
 #include "widen.hpp"
+#include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
 
 namespace xr::omp::detail {
@@ -55,7 +56,7 @@ std::uint64_t share_start(std::uint64_t total, std::uint64_t t, std::uint64_t nt
 }
 
 template <class A> A empty_of(Op op) {
-  return op == Op::Min || op == Op::Max ? identity<A>(op) : empty_value<A>(op);
+  return op_info(op).empty_has_value ? empty_value<A>(op) : identity<A>(op);
 }
 
 // A piece of a segment that a thread did not hold whole: its value, combined in thread order.
@@ -472,6 +473,21 @@ SegmentOutcome Segments::exact_pieces(xr::detail::Memory memory, std::uint64_t, 
   const int threads = team(options, pieces.size() * 64);
   const auto count = static_cast<std::int64_t>(pieces.size());
   const auto width = static_cast<std::size_t>(xr::detail::exact_piece_words(compute_dtype(type)));
+  // One piece's exact state into words; f16 and bf16 widened to f32 in `wide` first.
+  using PieceState = void (*)(const void* data, const ExactPiece& piece, std::vector<float>& wide, std::int64_t* words);
+  const PieceState piece_state = visit_dtype(type, [&](auto t) -> PieceState {
+    using T = decltype(t);
+    if constexpr (is_half_v<T>)
+      return [](const void* x, const ExactPiece& piece, std::vector<float>& wide, std::int64_t* words) {
+        half_piece_state(static_cast<const T*>(x), piece, wide, words);
+      };
+    else if constexpr (std::is_floating_point_v<T>)
+      return [](const void* x, const ExactPiece& piece, std::vector<float>&, std::int64_t* words) {
+        xr::detail::exact_piece_state(static_cast<const T*>(x), piece, words);
+      };
+    else
+      throw InvalidArgument("omp: exact pieces are float sums, not " + std::string(to_string(type)));
+  });
   std::vector<double> times;
   for (int it = 0; it < options.warmup + options.repeat; ++it) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -481,13 +497,7 @@ SegmentOutcome Segments::exact_pieces(xr::detail::Memory memory, std::uint64_t, 
 #pragma omp for schedule(dynamic, 64)
       for (std::int64_t p = 0; p < count; ++p) {
         std::int64_t* w = words + static_cast<std::size_t>(p) * width;
-        switch (type) {
-          case DType::F32: xr::detail::exact_piece_state(static_cast<const float*>(data), pieces[p], w); break;
-          case DType::F64: xr::detail::exact_piece_state(static_cast<const double*>(data), pieces[p], w); break;
-          case DType::F16: half_piece_state(static_cast<const f16*>(data), pieces[p], wide, w); break;
-          case DType::BF16: half_piece_state(static_cast<const bf16*>(data), pieces[p], wide, w); break;
-          default: break;
-        }
+        piece_state(data, pieces[p], wide, w);
       }
     }
     if (it >= options.warmup) times.push_back(ms_since(t0));

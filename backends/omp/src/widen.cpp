@@ -38,8 +38,12 @@ XR_F16C_TARGET __m256 f16x8(const f16* x) {
 }
 
 template <Op O> XR_F16C_TARGET __m256 fold8(__m256 a, __m256 b) {
-  if constexpr (O == Op::Sum) return _mm256_add_ps(a, b);
-  else return _mm256_mul_ps(a, b);
+  if constexpr (O == Op::Sum) {
+    return _mm256_add_ps(a, b);
+  } else {
+    static_assert(O == Op::Prod, "fold8: sums and products");
+    return _mm256_mul_ps(a, b);
+  }
 }
 
 template <Op O> XR_F16C_TARGET void fold_f16c(float* lane, const f16* x, std::uint64_t n) {
@@ -112,13 +116,16 @@ std::uint64_t sum_bytes_avx2(const std::uint8_t* x, std::uint64_t n, std::uint8_
   throw std::logic_error("sum_bytes_avx2: on a CPU with AVX2 only");
 }
 
-void fold_f16(Op op, float* lane, const f16* x, std::uint64_t n) {
+template <Op O>
+  requires(O == Op::Sum || O == Op::Prod)
+void fold_f16(float* lane, const f16* x, std::uint64_t n) {
 #if XR_OMP_X86
-  if (op == Op::Sum) return fold_f16c<Op::Sum>(lane, x, n);
-  if (op == Op::Prod) return fold_f16c<Op::Prod>(lane, x, n);
+  return fold_f16c<O>(lane, x, n);
 #endif
-  throw std::logic_error("fold_f16: sums and products on a CPU with F16C only");
+  throw std::logic_error("fold_f16: on a CPU with F16C only");
 }
+template void fold_f16<Op::Sum>(float*, const f16*, std::uint64_t);
+template void fold_f16<Op::Prod>(float*, const f16*, std::uint64_t);
 
 void extremes_f16(bool lo_on, bool hi_on, float* lo, float* hi, std::int32_t* nan, const f16* x, std::uint64_t n) {
 #if XR_OMP_X86

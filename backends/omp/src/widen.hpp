@@ -19,12 +19,14 @@ void widen(const bf16* x, float* out, std::uint64_t n);
 // where have_f16c() (the AVX2 copy of the lanes), never through L1 as widen's blocks go. They
 // do exactly what lanes::Folds::add (sum, prod) and lanes::Extremes::add do on the widened
 // floats, with 32 lanes: the same lanes, operations and order, so the same bits.
-//   fold_f16:     lane[j] = op(lane[j], x[i + j]) for each 32 elements, the last n % 32 into
+//   fold_f16:     lane[j] = O(lane[j], x[i + j]) for each 32 elements, the last n % 32 into
 //                 lanes 0, 1, ...
 //   extremes_f16: of the 64 elements from i, x[i + j] and x[i + 32 + j] into lane j (lo: the
 //                 min, hi: the max, each only when asked for; nan: -1 once a NaN was among
 //                 them), the last n % 64 one at a time into lane i % 32.
-void fold_f16(Op op, float* lane, const f16* x, std::uint64_t n);
+template <Op O>
+  requires(O == Op::Sum || O == Op::Prod)
+void fold_f16(float* lane, const f16* x, std::uint64_t n);
 void extremes_f16(bool lo_on, bool hi_on, float* lo, float* hi, std::int32_t* nan, const f16* x, std::uint64_t n);
 
 // The sum of (x[i] ^ bias) over x[0, n), n a multiple of 128, by VPSADBW (32 bytes into four

@@ -100,7 +100,10 @@ template <class F> constexpr decltype(auto) visit_fold(Op op, F&& f) {
   case Op::e: return f(OpFn<Op::e>{});
     XR_OPS(XR_VISIT)
 #undef XR_VISIT
-    default: break;
+#define XR_NO_FOLD(e, ...) case Op::e:
+    XR_PAIR_OPS(XR_NO_FOLD)
+#undef XR_NO_FOLD
+    break;
   }
   throw std::invalid_argument("xr::visit_fold: " + std::string(to_string(op)) + " is not a fold");
 }
@@ -144,6 +147,7 @@ template <Op O> struct PairFn;
 
 template <Op F> struct ArgFn {
   static constexpr Op fold = F;
+  template <class T> using record = Located<T>;
   template <class T> static constexpr Located<T> identity() { return {OpFn<F>::template identity<T>(), kNoIndex}; }
   template <class T> static constexpr Located<T> apply(Located<T> a, Located<T> b) {
     const bool a_first = a.index <= b.index;
@@ -160,6 +164,7 @@ template <> struct PairFn<Op::ArgMax> : ArgFn<Op::Max> {
 };
 template <> struct PairFn<Op::MinMax> {
   static constexpr Op op = Op::MinMax;
+  template <class T> using record = Bounds<T>;
   template <class T> static constexpr Bounds<T> identity() {
     return {OpFn<Op::Min>::identity<T>(), OpFn<Op::Max>::identity<T>()};
   }
@@ -168,8 +173,13 @@ template <> struct PairFn<Op::MinMax> {
   }
 };
 
-// The record a pair op reduces over T: Located<T> or Bounds<T>.
-template <Op O, class T> using pair_record_t = std::conditional_t<O == Op::MinMax, Bounds<T>, Located<T>>;
+// The record a pair op reduces over T: Located<T> or Bounds<T>, as its kind in the op table says.
+template <Op O, class T> using pair_record_t = typename PairFn<O>::template record<T>;
+#define XR_RECORD_OF_KIND(e, name, kind, ...)                              \
+  static_assert(std::is_same_v<pair_record_t<Op::e, int>, kind<int>>, name \
+                ": its PairFn's record is the record of its kind in XR_PAIR_OPS");
+XR_PAIR_OPS(XR_RECORD_OF_KIND)
+#undef XR_RECORD_OF_KIND
 
 // Calls f(PairFn<op>{}) for a run-time pair op.
 template <class F> constexpr decltype(auto) visit_pair(Op op, F&& f) {
@@ -178,7 +188,10 @@ template <class F> constexpr decltype(auto) visit_pair(Op op, F&& f) {
   case Op::e: return f(PairFn<Op::e>{});
     XR_PAIR_OPS(XR_VISIT)
 #undef XR_VISIT
-    default: break;
+#define XR_NO_PAIR(e, ...) case Op::e:
+    XR_OPS(XR_NO_PAIR)
+#undef XR_NO_PAIR
+    break;
   }
   throw std::invalid_argument("xr::visit_pair: " + std::string(to_string(op)) + " is not a pair op");
 }
