@@ -15,6 +15,7 @@
 
 #include "cli_common.hpp"
 #include "table.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
 
 namespace xr::cli {

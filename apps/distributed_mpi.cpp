@@ -10,6 +10,7 @@
 #include "distributed.hpp"
 #include "table.hpp"
 #include "xreduce/mpi.hpp"
+#include "xreduce/reference.hpp"
 
 namespace xr::cli {
 namespace {

@@ -22,6 +22,7 @@
 #include "plot.hpp"
 #include "segmented.hpp"
 #include "table.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
 
 namespace {

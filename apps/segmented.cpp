@@ -8,6 +8,7 @@
 
 #include "cli_common.hpp"
 #include "table.hpp"
+#include "xreduce/reference.hpp"
 
 namespace xr::cli {
 namespace {

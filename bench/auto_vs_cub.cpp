@@ -26,6 +26,7 @@
 
 #include "json_file.hpp"
 #include "xreduce/cuda.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
 
 cudaError_t time_empty_kernel(int rounds, cudaStream_t stream, std::vector<double>& ms);  // launch_floor.cu

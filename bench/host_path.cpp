@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "json_file.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
 
 namespace {

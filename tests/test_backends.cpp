@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend_suite.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
 
 using namespace xr;

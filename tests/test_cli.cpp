@@ -10,6 +10,7 @@
 
 #include "cli_run.hpp"
 #include "npy_bytes.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
 
 using namespace xr_cli_test;

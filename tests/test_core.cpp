@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
 
 using namespace xr;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "xreduce/exact.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
 
 namespace {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "xreduce/reference.hpp"
 #include "xreduce/segments.hpp"
 #include "backend_suite.hpp"
 #include "turning_ops.hpp"

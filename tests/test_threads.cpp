@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
 
 using namespace xr;

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "xreduce/exact.hpp"
 #include "xreduce/reducer.hpp"
@@ -17,6 +19,28 @@
 namespace xr {
 
 class ChunkSource;
+
+// Throws InvalidArgument unless `kernel` supports (op, type) (and exact mode, when asked for
+// a float sum), or for the Native accumulator on f16 or bf16; EmptyInput for min/max of nothing.
+void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n, std::string_view backend,
+                   const RunOptions& options);
+
+// Reads one chunk of a source on its own thread, so that the caller can queue device work
+// meanwhile. join() waits and rethrows what the read threw; the destructor waits too.
+class ChunkReader {
+ public:
+  ChunkReader() = default;
+  ChunkReader(const ChunkReader&) = delete;
+  ChunkReader& operator=(const ChunkReader&) = delete;
+  ~ChunkReader();
+  // Starts source.read(first, count, dst); a read still running is joined first.
+  void start(ChunkSource& source, std::uint64_t first, std::uint64_t count, void* dst);
+  void join();
+
+ private:
+  std::thread thread_;
+  std::exception_ptr error_;
+};
 
 namespace detail {
 

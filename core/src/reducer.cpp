@@ -2,6 +2,7 @@
 #include <string>
 #include <thread>
 
+#include "pipeline.hpp"
 #include "xreduce/buffer.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/reducer.hpp"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "input_internal.hpp"
+#include "pipeline.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/source.hpp"
 

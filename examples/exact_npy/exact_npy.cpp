@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include <xreduce/reference.hpp>
 #include <xreduce/xreduce.hpp>
 
 namespace {

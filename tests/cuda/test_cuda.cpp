@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "xreduce/cuda.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
 
 namespace {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "xreduce/cuda.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/segments.hpp"
 #include "xreduce/xreduce.hpp"
 

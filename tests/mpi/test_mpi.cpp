@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "xreduce/mpi.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
 #ifdef XR_TEST_OPENCL
 #include "xreduce/opencl.hpp"

@@ -20,6 +20,7 @@
 #include "internal.hpp"
 #include "targets.hpp"
 #include "xreduce/opencl.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
 
 using namespace xr;

@@ -21,6 +21,7 @@
 #include "segments.hpp"
 #include "targets.hpp"
 #include "xreduce/opencl.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/segments.hpp"
 #include "xreduce/xreduce.hpp"
 

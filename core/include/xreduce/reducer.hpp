@@ -178,11 +178,6 @@ XR_API unsigned max_threads();
 // Throws InvalidArgument for options out of range: repeat < 1, warmup < 0, threads above max_threads().
 XR_API void check_options(const RunOptions& options);
 
-// Throws InvalidArgument unless `kernel` supports (op, type) (and exact mode, when asked for
-// a float sum), or for the Native accumulator on f16 or bf16; EmptyInput for min/max of nothing.
-XR_API void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n,
-                          std::string_view backend, const RunOptions& options);
-
 // True when RunOptions::exact changes the computation: a float sum (f16, bf16, f32, f64).
 constexpr bool exact_applies(Op op, DType type) { return op == Op::Sum && is_float(type); }
 

@@ -1,13 +1,19 @@
-// The host reference every backend is checked against, and the error bound of the check.
+// The host reference every backend is checked against, and the error bound of the check: the
+// oracle of the tests and of reduce_cli's cross-check. Not part of xreduce/xreduce.hpp: include
+// this header to use it.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "xreduce/buffer.hpp"
 #include "xreduce/exact.hpp"
 #include "xreduce/export.hpp"
 #include "xreduce/reducer.hpp"
 #include "xreduce/result.hpp"
+#include "xreduce/segments.hpp"
 
 namespace xr {
 
@@ -52,5 +58,26 @@ XR_API Agreement check_result(const Result& result, const Reference& ref, bool e
 // Distance in units in the last place between two finite values of one float type
 // (0 for equal bits; +0 and -0 are 1 apart).
 XR_API std::uint64_t ulp_distance(const Scalar& a, const Scalar& b);
+
+// The host reference of a segmented reduction, one value per segment (float sums: the exact sum
+// rounded once, with sum |x| per segment for the error bound).
+struct SegmentReference {
+  HostBuffer values;
+  std::vector<double> magnitude;      // float sums: sum |x|, float products: |product|; else empty
+  std::vector<std::uint64_t> length;  // elements of each segment
+  Op op = Op::Sum;
+  DType type = DType::F32;            // input type
+};
+XR_API SegmentReference reference_segments(HostArray data, const SegmentLayout& layout, Op op,
+                                           Accumulator acc = Accumulator::Wide);
+
+struct SegmentAgreement {
+  std::uint64_t count = 0, agree = 0;
+  std::uint64_t first_bad = 0;  // index of the first value that differs (when agree < count)
+  std::string detail;           // check_result's line for it, or "all N agree"
+  bool ok() const { return agree == count; }
+};
+// Every value against the reference, by check_result's rules (exact: float sums bit for bit).
+XR_API SegmentAgreement check_segments(const SegmentedResult& result, const SegmentReference& ref, bool exact);
 
 }  // namespace xr

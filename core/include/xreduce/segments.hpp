@@ -106,27 +106,6 @@ struct XR_API SegmentedResult {
   Scalar value(std::uint64_t i) const;
 };
 
-// The host reference of a segmented reduction, one value per segment (float sums: the exact sum
-// rounded once, with sum |x| per segment for the error bound).
-struct SegmentReference {
-  HostBuffer values;
-  std::vector<double> magnitude;      // float sums: sum |x|, float products: |product|; else empty
-  std::vector<std::uint64_t> length;  // elements of each segment
-  Op op = Op::Sum;
-  DType type = DType::F32;            // input type
-};
-XR_API SegmentReference reference_segments(HostArray data, const SegmentLayout& layout, Op op,
-                                           Accumulator acc = Accumulator::Wide);
-
-struct SegmentAgreement {
-  std::uint64_t count = 0, agree = 0;
-  std::uint64_t first_bad = 0;  // index of the first value that differs (when agree < count)
-  std::string detail;           // check_result's line for it, or "all N agree"
-  bool ok() const { return agree == count; }
-};
-// Every value against the reference, by check_result's rules (exact: float sums bit for bit).
-XR_API SegmentAgreement check_segments(const SegmentedResult& result, const SegmentReference& ref, bool exact);
-
 // The value of an empty segment of (op, type) (the table above), of result_dtype(op, type, acc).
 XR_API Scalar empty_segment_value(Op op, DType type, Accumulator acc = Accumulator::Wide);
 

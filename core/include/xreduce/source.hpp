@@ -6,12 +6,10 @@
 #pragma once
 
 #include <cstdint>
-#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "xreduce/export.hpp"
 #include "xreduce/buffer.hpp"
@@ -134,22 +132,5 @@ class XR_API SliceSource final : public ChunkSource {
 // memcpy with up to `threads` threads (0: up to 16, one per 4 MiB): one thread cannot move
 // host memory at the PCIe link's rate (docs/performance.md, "Pageable host data").
 XR_API void parallel_copy(void* dst, const void* src, std::size_t bytes, unsigned threads = 0);
-
-// Reads one chunk of a source on its own thread, so that the caller can queue device work
-// meanwhile. join() waits and rethrows what the read threw; the destructor waits too.
-class XR_API ChunkReader {
- public:
-  ChunkReader() = default;
-  ChunkReader(const ChunkReader&) = delete;
-  ChunkReader& operator=(const ChunkReader&) = delete;
-  ~ChunkReader();
-  // Starts source.read(first, count, dst); a read still running is joined first.
-  void start(ChunkSource& source, std::uint64_t first, std::uint64_t count, void* dst);
-  void join();
-
- private:
-  std::thread thread_;
-  std::exception_ptr error_;
-};
 
 }  // namespace xr

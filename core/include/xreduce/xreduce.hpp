@@ -5,7 +5,6 @@
 #include "xreduce/error.hpp"
 #include "xreduce/io.hpp"
 #include "xreduce/reducer.hpp"
-#include "xreduce/reference.hpp"
 #include "xreduce/registry.hpp"
 #include "xreduce/result.hpp"
 #include "xreduce/segments.hpp"
