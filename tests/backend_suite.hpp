@@ -1,6 +1,7 @@
 // The main() of a suite that runs one test body against the backend named on its command line
 // (--xr-backend=NAME, --xr-platform=N, --xr-device=INDEX|NAME): it exits 77 (skipped) with the
-// reason when NAME is not compiled in or has no usable device.
+// reason when NAME is not compiled in or has no usable device. `body` runs the doctest context
+// (a suite that opens something around the run passes its own; it may return 77 with a reason).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,7 +17,8 @@
 
 namespace xr_suite {
 
-inline int run(int argc, char** argv, std::string& backend, xr::BackendOptions& options) {
+inline int run(int argc, char** argv, std::string& backend, xr::BackendOptions& options,
+               const std::function<int(doctest::Context&)>& body = [](doctest::Context& c) { return c.run(); }) {
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     if (std::strncmp(argv[i], "--xr-backend=", 13) == 0) backend = argv[i] + 13;
@@ -35,7 +38,7 @@ inline int run(int argc, char** argv, std::string& backend, xr::BackendOptions& 
     return 77;
   }
   doctest::Context context(static_cast<int>(rest.size()), rest.data());
-  return context.run();
+  return body(context);
 }
 
 }  // namespace xr_suite
