@@ -1,24 +1,25 @@
-// Segmented reductions of data already on a CUDA device (xreduce/cuda.hpp): reduce_axis and
-// reduce_segments, synchronous and on a stream, every strategy on the shapes that make it take
-// each of its paths, against core's reference (reference_segments, check_segments); exact sums
-// bit for bit against ExactSum on the host; and every argument error.
+// Segmented reductions of data on a CUDA device (xreduce/cuda.hpp), what only CUDA has: the
+// strategy table, the launches each strategy makes and auto's choice by shape, block sizes,
+// the asynchronous forms on a stream of the caller's, their clamping of offsets that the host
+// never reads, host pointers refused, and more segments than one classification window. The
+// values of every strategy, op and type, exact sums and argument errors are test_segments.cpp's,
+// run on this API as segments.cuda_device. Exits 77 where no CUDA device is usable.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
-#include <limits>
 #include <random>
 #include <string>
-#include <type_traits>
 #include <vector>
 
+#include "segment_entries.hpp"
+#include "turning_ops.hpp"
 #include "xreduce/cuda.hpp"
 #include "xreduce/reference.hpp"
 #include "xreduce/segments.hpp"
@@ -26,7 +27,7 @@
 
 namespace {
 
-using xr::Accumulator;
+using namespace xr_seg;
 using xr::DType;
 using xr::HostBuffer;
 using xr::MatrixShape;
@@ -35,144 +36,80 @@ using xr::RunOptions;
 using xr::SegmentKind;
 using xr::SegmentLayout;
 using xr::SegmentedResult;
-using u64 = std::uint64_t;
-using i64 = std::int64_t;
 
-#define CK(call) REQUIRE_MESSAGE((call) == cudaSuccess, #call)
+std::vector<std::string> strategies(SegmentKind kind) { return xr_seg::strategies(xr::cuda::segment_kernels(), kind); }
 
-// Device memory of `bytes` (at least 1), freed at the end of the scope.
-struct DevMem {
-  void* p = nullptr;
-  explicit DevMem(std::size_t bytes) { CK(cudaMalloc(&p, std::max<std::size_t>(bytes, 1))); }
-  DevMem(const void* host, std::size_t bytes) : DevMem(bytes) {
-    if (bytes) CK(cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice));
-  }
-  ~DevMem() { cudaFree(p); }
-  DevMem(const DevMem&) = delete;
-  DevMem& operator=(const DevMem&) = delete;
-  template <class T> T* as() const { return static_cast<T*>(p); }
-};
-
-xr::Dist dist_for(Op op) { return op == Op::Prod ? xr::Dist::ExactProduct : xr::Dist::Uniform; }
-
-std::vector<std::string> strategies(SegmentKind kind) {
-  std::vector<std::string> names;
-  for (const auto& k : xr::cuda::segment_kernels())
-    if (std::find(k.layouts.begin(), k.layouts.end(), kind) != k.layouts.end()) names.push_back(k.name);
-  return names;
-}
-
-// The values a device-pointer reduction wrote to `out`, as a SegmentedResult that check_segments reads.
-SegmentedResult collect(const DevMem& out, DType result_type, u64 count, const xr::Result& record) {
-  SegmentedResult r;
-  r.record = record;
-  r.values = HostBuffer(result_type, count);
-  if (count) CK(cudaMemcpy(r.values.data(), out.p, r.values.bytes(), cudaMemcpyDeviceToHost));
-  r.rounding_depth = record.rounding_depth;
-  return r;
-}
-
-// reduce_axis (or reduce_axis_async on `stream`, then waited for) on a device copy of `data`.
-SegmentedResult device_axis(const HostBuffer& data, const MatrixShape& shape, int axis, Op op, const RunOptions& o,
-                            bool async = false, cudaStream_t stream = nullptr) {
-  const SegmentLayout l = xr::axis_layout(shape, axis);
+// reduce_axis_async on `stream` on a device copy of `data`, waited for; the values.
+HostBuffer async_axis(const HostBuffer& data, const MatrixShape& shape, int axis, Op op, const RunOptions& o,
+                      cudaStream_t stream) {
   const DevMem in(data.data(), data.bytes());
+  const u64 count = values_of(shape, axis);
   const DType rt = xr::result_dtype(op, data.type(), o.accumulator);
-  const DevMem out(l.count * xr::size_of(rt));
-  xr::Result record;
+  const DevMem out(count * xr::size_of(rt));
   xr::visit_dtype(data.type(), [&](auto zero) {
     using T = decltype(zero);
-    if (async) {
-      xr::cuda::reduce_axis_async(in.as<const T>(), shape, axis, op, out.p, stream, o);
-      CK(cudaStreamSynchronize(stream));
-    } else {
-      record = xr::cuda::reduce_axis(in.as<const T>(), shape, axis, op, out.p, stream, o);
-    }
+    xr::cuda::reduce_axis_async(in.as<const T>(), shape, axis, op, out.p, stream, o);
   });
-  return collect(out, rt, l.count, record);
+  CK(cudaStreamSynchronize(stream));
+  return read_back(out, rt, count);
 }
 
-// reduce_segments (or reduce_segments_async on `stream`) on device copies of `data` and `offsets`.
-SegmentedResult device_segments(const HostBuffer& data, const std::vector<i64>& offsets, Op op, const RunOptions& o,
-                                bool async = false, cudaStream_t stream = nullptr) {
+// reduce_segments_async on `stream` on device copies of `data` and `offsets`, waited for; the values.
+HostBuffer async_segments(const HostBuffer& data, const std::vector<i64>& offsets, Op op, const RunOptions& o,
+                          cudaStream_t stream) {
   const DevMem in(data.data(), data.bytes());
   const DevMem off(offsets.data(), offsets.size() * sizeof(i64));
   const u64 count = offsets.size() - 1;
   const DType rt = xr::result_dtype(op, data.type(), o.accumulator);
   const DevMem out(count * xr::size_of(rt));
-  xr::Result record;
   xr::visit_dtype(data.type(), [&](auto zero) {
     using T = decltype(zero);
-    if (async) {
-      xr::cuda::reduce_segments_async(in.as<const T>(), data.size(), off.as<const i64>(), count, op, out.p, stream, o);
-      CK(cudaStreamSynchronize(stream));
-    } else {
-      record = xr::cuda::reduce_segments(in.as<const T>(), data.size(), off.as<const i64>(), count, op, out.p, stream, o);
-    }
+    xr::cuda::reduce_segments_async(in.as<const T>(), data.size(), off.as<const i64>(), count, op, out.p, stream, o);
   });
-  return collect(out, rt, count, record);
+  CK(cudaStreamSynchronize(stream));
+  return read_back(out, rt, count);
 }
 
-SegmentLayout offsets_layout(const std::vector<i64>& offsets) {
-  SegmentLayout l;
-  l.kind = SegmentKind::Offsets;
-  l.count = offsets.size() - 1;
-  l.offsets = offsets.data();
-  return l;
-}
-
-void expect_reference(const SegmentedResult& got, const HostBuffer& data, const SegmentLayout& layout, Op op,
+// Values against reference_segments (check_segments' rules).
+void expect_reference(const HostBuffer& values, u64 depth, const HostBuffer& data, const SegmentLayout& layout, Op op,
                       const RunOptions& o, const std::string& what) {
-  const xr::SegmentReference ref = xr::reference_segments(data.view(), layout, op, o.accumulator);
-  const xr::SegmentAgreement a = xr::check_segments(got, ref, o.exact);
+  SegmentedResult got;
+  got.values = HostBuffer(values.type(), values.size());
+  std::memcpy(got.values.data(), values.data(), values.bytes());
+  got.rounding_depth = depth;
+  const xr::SegmentAgreement a = xr::check_segments(got, xr::reference_segments(data.view(), layout, op, o.accumulator), o.exact);
   CHECK_MESSAGE(a.ok(), what, ": ", a.detail);
 }
 
-std::string describe(const std::string& strategy, Op op, DType t, const std::string& shape) {
-  return strategy + " " + std::string(xr::to_string(op)) + " " + std::string(xr::to_string(t)) + " " + shape;
+bool same_bits(const HostBuffer& a, const HostBuffer& b) {
+  return a.type() == b.type() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
 }
 
-std::string shape_text(const MatrixShape& s, int axis) {
-  return std::to_string(s.rows) + "x" + std::to_string(s.cols) + (s.order == xr::Order::C ? " C" : " F") +
-         " stride " + std::to_string(s.stride) + " axis " + std::to_string(axis);
-}
+struct Axis {
+  MatrixShape shape;
+  int axis;
+};
 
-// Offsets of segments with the given lengths.
-std::vector<i64> offsets_of(const std::vector<u64>& lengths, u64 start = 0) {
-  std::vector<i64> off{static_cast<i64>(start)};
-  for (u64 l : lengths) off.push_back(off.back() + static_cast<i64>(l));
-  return off;
-}
+// The shapes that take each path of the row and column strategies (test_segments.cpp checks their values).
+const std::vector<Axis> kRows = {
+    {{1000, 1}, 1},  {{777, 2}, 1},    {{513, 4}, 1},    {{500, 3}, 1},   {{300, 8}, 1},  {{257, 33}, 1},
+    {{70, 1000}, 1}, {{3, 70000}, 1},  {{2, 300001}, 1}, {{100, 5, 7}, 1}, {{64, 2, 6}, 1},
+    {{9, 129, 0, xr::Order::Fortran}, 0}, {{0, 10}, 1},  {{10, 0}, 1}};
+const std::vector<Axis> kColumns = {
+    {{1000, 3}, 0},  {{5000, 4}, 0},   {{3000, 16}, 0},  {{20000, 40}, 0}, {{100, 10, 13}, 0}, {{100, 100}, 0},
+    {{50, 1001}, 0}, {{30000, 130}, 0}, {{3, 5}, 0},     {{8, 7000}, 0},   {{200, 33, 0, xr::Order::Fortran}, 1},
+    {{0, 7}, 0},     {{7, 0}, 0}};
 
-// Lengths of every bin of binned, for both element sizes: empty, tiny, short, medium, and one
-// long segment of several 64 KiB chunks (f32: from 2^16 elements; f64: from 2^15).
-std::vector<u64> mixed_lengths(u64 seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<u64> l;
-  for (int i = 0; i < 300; ++i) {
-    const auto pick = rng() % 16;
-    if (pick < 3) l.push_back(0);
-    else if (pick < 10) l.push_back(1 + rng() % 30);
-    else if (pick < 14) l.push_back(30 + rng() % 3000);
-    else l.push_back(3000 + rng() % 40000);
-  }
-  l.insert(l.begin() + 37, 200000);
-  l.push_back(70001);
-  return l;
-}
+}  // namespace
 
-TEST_CASE("segment strategies: names, order, layouts and notes") {
+TEST_CASE("segment strategies: names, order, kinds, types and layouts") {
   const auto list = xr::cuda::segment_kernels();
   std::vector<std::string> names;
   for (const auto& k : list) names.push_back(k.name);
   CHECK(names == std::vector<std::string>{"auto", "subwarp", "warp", "block", "multiblock", "binned", "balanced", "columns", "cub"});
   for (const auto& k : list) {
     INFO(k.name);
-    CHECK(!k.note.empty());
-    CHECK(!k.layouts.empty());
-    CHECK(k.ops.size() == xr::kFoldCount);
     CHECK(k.types == xr::segment_dtypes());
-    CHECK(k.exact);  // exact sums go through pieces, whatever the strategy
   }
   CHECK(list.front().kind == xr::KernelKind::Auto);
   CHECK(list.back().kind == xr::KernelKind::Baseline);
@@ -181,204 +118,105 @@ TEST_CASE("segment strategies: names, order, layouts and notes") {
   CHECK(strategies(SegmentKind::Rows).size() == 7);
 }
 
-TEST_CASE("rows: every strategy, op and type; short, medium and long rows; strides; packed rows") {
-  struct Shape {
-    MatrixShape shape;
-    int axis;
-  };
-  // Rows of 1, 2 and 4 elements (packed rows), lengths around the group sizes, warp-sized and
-  // block-sized rows, rows of several multiblock chunks, strided and Fortran-order rows, and no rows.
-  const std::vector<Shape> shapes = {
-      {{1000, 1}, 1},           {{777, 2}, 1},  {{513, 4}, 1},      {{500, 3}, 1},      {{300, 8}, 1},
-      {{257, 33}, 1},           {{70, 1000}, 1}, {{3, 70000}, 1},   {{2, 300001}, 1},   {{100, 5, 7}, 1},
-      {{64, 2, 6}, 1},          {{9, 129, 0, xr::Order::Fortran}, 0}, {{0, 10}, 1},     {{10, 0}, 1}};
-  for (const auto& strategy : strategies(SegmentKind::Rows)) {
-    for (const Op op : xr::fold_ops) {
-      for (const DType t : xr::segment_dtypes()) {
-        for (const auto& s : shapes) {
+TEST_CASE("the record of each strategy: launches, balanced's fix-up, binned's bins, auto's choice, the exact path") {
+  // Launches depend on the strategy, the shape and the element size: each (strategy, shape, type)
+  // with one op, turning with the shape and strategy, so that every op meets each of them too.
+  CudaEntry entry;
+  for (const auto& [axes, kind] : {std::pair{kRows, SegmentKind::Rows}, std::pair{kColumns, SegmentKind::Columns}}) {
+    const auto names = strategies(kind);
+    for (std::size_t si = 0; si < names.size(); ++si)
+      for (std::size_t k = 0; k < axes.size(); ++k)
+        for (const auto& [t, op] : xr_test::turning_ops(xr::segment_dtypes(), si + k)) {
+          const Axis& s = axes[k];
           const SegmentLayout l = xr::axis_layout(s.shape, s.axis);
-          const HostBuffer data = xr::generate(t, std::max<u64>(l.span(), 1), dist_for(op), 11);
           RunOptions o;
-          o.kernel = strategy;
-          const std::string what = describe(strategy, op, t, shape_text(s.shape, s.axis));
-          const SegmentedResult got = device_axis(data, s.shape, s.axis, op, o);
-          expect_reference(got, data, l, op, o, what);
-          CHECK_MESSAGE(got.record.n == l.elements(), what);
-          // balanced: one more launch (the fixup) where the merge path takes more than one tile.
-          if (strategy == "balanced")
-            CHECK_MESSAGE((l.count ? got.record.launches >= 1 && got.record.launches <= 2 : got.record.launches == 0), what);
-          else CHECK_MESSAGE(got.record.launches == (l.count ? 1 : 0), what);
-          // auto names what it chose; with no rows nothing is chosen.
-          if (strategy == "auto")
-            CHECK_MESSAGE((l.count ? got.record.kernel.rfind("auto:", 0) == 0 : got.record.kernel == "auto"), what);
-          else CHECK_MESSAGE(got.record.kernel == strategy, what);
+          o.kernel = names[si];
+          const xr::Result r = entry.reduce_axis(xr::generate(t, std::max<u64>(l.span(), 1), dist_for(op), 11), s.shape,
+                                                 s.axis, op, o).record;
+          const std::string what = describe(names[si], op, t, shape_text(s.shape, s.axis));
+          // balanced: one more launch (the fix-up) where the merge path takes more than one tile.
+          if (names[si] == "balanced")
+            CHECK_MESSAGE((l.count ? r.launches >= 1 && r.launches <= 2 : r.launches == 0), what, ": ", r.launches);
+          else
+            CHECK_MESSAGE(r.launches == (l.count ? 1 : 0), what, ": ", r.launches);
+          // auto names what it chose (columns: always the columns strategy); with no rows nothing is chosen.
+          if (names[si] == "auto")
+            CHECK_MESSAGE((!l.count                        ? r.kernel == "auto"
+                           : kind == SegmentKind::Columns ? r.kernel == "auto:columns"
+                                                          : r.kernel.rfind("auto:", 0) == 0),
+                          what, ": ", r.kernel);
+          else
+            CHECK_MESSAGE(r.kernel == names[si], what, ": ", r.kernel);
         }
-      }
-    }
   }
-}
-
-TEST_CASE("rows: the native i32 accumulator wraps, the wide one does not") {
-  const MatrixShape shape{40, 3000};
-  std::vector<std::int32_t> x(shape.rows * shape.cols, std::numeric_limits<std::int32_t>::max());
-  HostBuffer data(DType::I32, x.size());
-  std::memcpy(data.data(), x.data(), x.size() * sizeof x[0]);
-  for (const auto& strategy : strategies(SegmentKind::Rows)) {
-    for (const Accumulator acc : {Accumulator::Wide, Accumulator::Native}) {
+  // Offsets of every bin: one launch sorts the segments into bins, then one per bin that holds
+  // any; the longest segment (200000 elements) reaches the bin of several blocks (from 256 KiB,
+  // policy.hpp) only for elements of 2 bytes or more. auto takes balanced for the mix.
+  const std::vector<i64> offsets = offsets_of(mixed_lengths(5), 3);
+  const auto offset_strategies = strategies(SegmentKind::Offsets);
+  for (std::size_t si = 0; si < offset_strategies.size(); ++si)
+    for (const auto& [t, op] : xr_test::turning_ops(xr::segment_dtypes(), si)) {
+      const std::string& strategy = offset_strategies[si];
       RunOptions o;
       o.kernel = strategy;
-      o.accumulator = acc;
-      const SegmentedResult got = device_axis(data, shape, 1, Op::Sum, o);
-      expect_reference(got, data, xr::axis_layout(shape, 1), Op::Sum, o, strategy);
-      CHECK(got.values.type() == (acc == Accumulator::Wide ? DType::I64 : DType::I32));
+      const xr::Result r = entry.reduce_segments(xr::generate(t, static_cast<u64>(offsets.back()) + 5, dist_for(op), 13),
+                                                 offsets, op, o).record;
+      const std::string what = describe(strategy, op, t, "mixed lengths") + ": " + std::to_string(r.launches);
+      const int bins_used = 200000 * xr::size_of(t) >= (std::size_t{256} << 10) ? 4 : 3;
+      if (strategy == "auto") CHECK_MESSAGE(r.kernel == "auto:balanced", what);
+      if (strategy == "binned") CHECK_MESSAGE(r.launches == 1 + bins_used, what);
+      if (strategy == "balanced" || strategy == "auto" || strategy == "multiblock") CHECK_MESSAGE(r.launches == 2, what);
     }
+  // Segments of one length: auto takes the strategy that suits every one.
+  for (const auto& [lengths, chosen] : {std::pair{std::vector<u64>(5000, 7), "auto:subwarp"},
+                                        std::pair{std::vector<u64>(800, 700), "auto:warp"},
+                                        std::pair{std::vector<u64>(3, 500000), "auto:multiblock"}}) {
+    const std::vector<i64> even = offsets_of(lengths);
+    const xr::Result r =
+        entry.reduce_segments(xr::generate(DType::F32, static_cast<u64>(even.back()), xr::Dist::Uniform, 14), even, Op::Sum).record;
+    CHECK(r.kernel == chosen);
+  }
+  // Exact sums name the path they took.
+  RunOptions exact;
+  exact.exact = true;
+  for (const char* strategy : {"auto", "multiblock", "cub"}) {
+    exact.kernel = strategy;
+    const xr::Result r = entry.reduce_segments(xr::generate(DType::F32, static_cast<u64>(offsets.back()), xr::Dist::Wide, 19),
+                                               offsets, Op::Sum, exact).record;
+    CHECK_MESSAGE(r.kernel.find(":exact") != std::string::npos, r.kernel);
+  }
+  // Rows by length: one launch of the strategy that suits them.
+  const MatrixShape shapes[] = {{4096, 2}, {4096, 16}, {2048, 1000}, {1200, 5000}, {3, 400000}};
+  const char* chosen[] = {"auto:subwarp", "auto:subwarp", "auto:warp", "auto:block", "auto:multiblock"};
+  for (std::size_t k = 0; k < std::size(shapes); ++k) {
+    const xr::Result r =
+        entry.reduce_axis(xr::generate(DType::F32, shapes[k].rows * shapes[k].cols, xr::Dist::Uniform, 26), shapes[k], 1, Op::Sum)
+            .record;
+    INFO(shape_text(shapes[k], 1));
+    CHECK(r.kernel == chosen[k]);
+    CHECK(r.launches == 1);
   }
 }
 
-TEST_CASE("columns: narrow and wide, one element or 16 bytes a lane, row bands, strides") {
-  struct Shape {
-    MatrixShape shape;
-    int axis;
-  };
-  // Narrow: 3 and 13 units (not dividing 32), 4 and 16 (shuffles), 10 packs of 4; wide: 100 and
-  // 1001 columns, tall ones split in bands; Fortran rows (axis 1) are columns too; no rows.
-  const std::vector<Shape> shapes = {
-      {{1000, 3}, 0},    {{5000, 4}, 0},   {{3000, 16}, 0},   {{20000, 40}, 0}, {{100, 10, 13}, 0},
-      {{100, 100}, 0},   {{50, 1001}, 0},  {{30000, 130}, 0}, {{3, 5}, 0},      {{8, 7000}, 0},
-      {{200, 33, 0, xr::Order::Fortran}, 1}, {{0, 7}, 0},     {{7, 0}, 0}};
-  for (const auto& strategy : strategies(SegmentKind::Columns)) {
-    for (const Op op : xr::fold_ops) {
-      for (const DType t : xr::segment_dtypes()) {
-        for (const auto& s : shapes) {
-          const SegmentLayout l = xr::axis_layout(s.shape, s.axis);
-          const HostBuffer data = xr::generate(t, std::max<u64>(l.span(), 1), dist_for(op), 12);
-          RunOptions o;
-          o.kernel = strategy;
-          const std::string what = describe(strategy, op, t, shape_text(s.shape, s.axis));
-          const SegmentedResult got = device_axis(data, s.shape, s.axis, op, o);
-          expect_reference(got, data, l, op, o, what);
-          CHECK_MESSAGE(got.record.launches == (l.count ? 1 : 0), what);
-          if (strategy == "auto") CHECK_MESSAGE(got.record.kernel == (l.count ? "auto:columns" : "auto"), what);
-        }
-      }
-    }
-  }
-  // Block sizes the caller sets, narrow and wide, up to the largest: u8 sums keep 16 u64 partials
-  // a thread, 128 KiB of dynamic shared memory at 1024 threads.
+TEST_CASE("columns: block sizes the caller sets, narrow and wide, up to the largest") {
+  // u8 sums keep 16 u64 partials a thread: 128 KiB of dynamic shared memory at 1024 threads.
+  CudaEntry entry;
   for (const unsigned block : {64u, 1024u})
     for (const DType t : {DType::U8, DType::F64})
-      for (const Shape& s : {shapes[1], shapes[7]}) {
+      for (const Axis& s : {kColumns[1], kColumns[7]}) {
         const SegmentLayout l = xr::axis_layout(s.shape, s.axis);
         const HostBuffer data = xr::generate(t, l.span(), dist_for(Op::Sum), 14);
         RunOptions o;
         o.kernel = "columns";
         o.block_size = block;
-        const std::string what = describe("columns", Op::Sum, t, shape_text(s.shape, s.axis)) + " block " + std::to_string(block);
-        expect_reference(device_axis(data, s.shape, s.axis, Op::Sum, o), data, l, Op::Sum, o, what);
+        const SegmentedResult got = entry.reduce_axis(data, s.shape, s.axis, Op::Sum, o);
+        expect_reference(got.values, got.rounding_depth, data, l, Op::Sum, o,
+                         describe("columns", Op::Sum, t, shape_text(s.shape, s.axis)) + " block " + std::to_string(block));
       }
-}
-
-TEST_CASE("offsets: every strategy, op and type on mixed lengths, synchronous and on a stream") {
-  cudaStream_t stream = nullptr;
-  CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const std::vector<u64> lengths = mixed_lengths(5);
-  const std::vector<i64> offsets = offsets_of(lengths, 3);  // the input starts 3 elements before
-  const u64 n = static_cast<u64>(offsets.back()) + 5;
-  for (const auto& strategy : strategies(SegmentKind::Offsets)) {
-    for (const Op op : xr::fold_ops) {
-      for (const DType t : xr::segment_dtypes()) {
-        const HostBuffer data = xr::generate(t, n, dist_for(op), 13);
-        RunOptions o;
-        o.kernel = strategy;
-        const std::string what = describe(strategy, op, t, "mixed lengths");
-        const SegmentedResult got = device_segments(data, offsets, op, o);
-        expect_reference(got, data, offsets_layout(offsets), op, o, what);
-        CHECK_MESSAGE(got.record.n == static_cast<u64>(offsets.back() - offsets.front()), what);
-        if (strategy == "auto") CHECK_MESSAGE(got.record.kernel == "auto:balanced", what);
-        // One launch sorts the segments into bins, then one per bin that holds any: the longest
-        // segment (200000 elements) reaches the bin of several blocks (from 256 KiB, policy.hpp)
-        // only for elements of 2 bytes or more.
-        const int bins_used = 200000 * xr::size_of(t) >= (std::size_t{256} << 10) ? 4 : 3;
-        if (strategy == "binned") CHECK_MESSAGE(got.record.launches == 1 + bins_used, what);
-        if (strategy == "balanced" || strategy == "auto") CHECK_MESSAGE(got.record.launches == 2, what);
-        if (strategy == "multiblock") CHECK_MESSAGE(got.record.launches == 2, what);
-        expect_reference(device_segments(data, offsets, op, o, true, stream), data, offsets_layout(offsets), op, o,
-                         what + " (async)");
-      }
-    }
-  }
-  CK(cudaStreamDestroy(stream));
-}
-
-TEST_CASE("offsets: auto takes the one strategy that suits every segment, and each bin alone") {
-  struct Mix {
-    std::vector<u64> lengths;
-    const char* chosen;
-  };
-  std::vector<Mix> mixes;
-  mixes.push_back({std::vector<u64>(5000, 7), "auto:subwarp"});
-  mixes.push_back({std::vector<u64>(800, 700), "auto:warp"});
-  mixes.push_back({std::vector<u64>(3, 500000), "auto:multiblock"});
-  mixes.push_back({{}, nullptr});  // no segments
-  for (const auto& m : mixes) {
-    const std::vector<i64> offsets = offsets_of(m.lengths);
-    const HostBuffer data = xr::generate(DType::F32, std::max<i64>(offsets.back(), 1), xr::Dist::Uniform, 14);
-    for (const auto& strategy : strategies(SegmentKind::Offsets)) {
-      RunOptions o;
-      o.kernel = strategy;
-      const SegmentedResult got = device_segments(data, offsets, Op::Sum, o);
-      expect_reference(got, data, offsets_layout(offsets), Op::Sum, o, strategy);
-      if (strategy == "auto" && m.chosen) CHECK(got.record.kernel == m.chosen);
-      if (m.lengths.empty()) CHECK(got.record.launches == 0);
-    }
-  }
-}
-
-TEST_CASE("empty segments: +0 sums, 1 products, the identity for min and max; sums of -0 stay -0") {
-  const std::vector<i64> offsets = {0, 0, 3, 3, 5, 5, 5, 100000, 100000};
-  for (const DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
-    HostBuffer data = xr::generate(t, 100000, xr::Dist::Uniform, 15);
-    xr::visit_dtype(t, [&](auto zero) {
-      using T = decltype(zero);
-      T* x = data.as<T>();
-      x[3] = x[4] = -T(0);  // segment 3: two -0 terms
-    });
-    for (const auto& strategy : strategies(SegmentKind::Offsets)) {
-      for (const Op op : xr::fold_ops) {
-        RunOptions o;
-        o.kernel = strategy;
-        const SegmentedResult got = device_segments(data, offsets, op, o);
-        const std::string what = describe(strategy, op, t, "empty segments");
-        expect_reference(got, data, offsets_layout(offsets), op, o, what);
-        for (u64 i : {0, 2, 4, 5, 7}) CHECK_MESSAGE(got.value(i).same_bits(xr::empty_segment_value(op, t)), what, " ", i);
-        if (op == Op::Sum) CHECK_MESSAGE(std::signbit(got.value(3).f), what);
-      }
-    }
-  }
-}
-
-TEST_CASE("NaN in one segment makes its min and max NaN, and no other") {
-  const std::vector<i64> offsets = offsets_of({5, 40, 700, 9000, 80000});
-  for (const DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
-    HostBuffer data = xr::generate(t, static_cast<u64>(offsets.back()), xr::Dist::Uniform, 16);
-    xr::visit_dtype(t, [&](auto zero) {
-      using T = decltype(zero);
-      T* x = data.as<T>();
-      for (std::size_t s = 0; s + 1 < offsets.size(); s += 2) x[offsets[s] + (offsets[s + 1] - offsets[s]) / 2] = std::numeric_limits<T>::quiet_NaN();
-    });
-    for (const auto& strategy : strategies(SegmentKind::Offsets))
-      for (const Op op : {Op::Min, Op::Max}) {
-        RunOptions o;
-        o.kernel = strategy;
-        const SegmentedResult got = device_segments(data, offsets, op, o);
-        const std::string what = describe(strategy, op, t, "NaN");
-        expect_reference(got, data, offsets_layout(offsets), op, o, what);
-        for (u64 s = 0; s + 1 < offsets.size(); ++s) CHECK_MESSAGE(std::isnan(got.value(s).f) == (s % 2 == 0), what, " ", s);
-      }
-  }
 }
 
 TEST_CASE("every block size a strategy accepts; the ones it does not are rejected") {
+  CudaEntry entry;
   const MatrixShape rows{300, 2000};
   const std::vector<i64> offsets = offsets_of(mixed_lengths(6));
   const HostBuffer data = xr::generate(DType::F64, static_cast<u64>(offsets.back()), xr::Dist::Uniform, 17);
@@ -391,140 +229,86 @@ TEST_CASE("every block size a strategy accepts; the ones it does not are rejecte
       o.block_size = block;
       const std::string what = k.name + " block " + std::to_string(block);
       if (!k.blocks.accepts(block)) {
-        CHECK_THROWS_AS_MESSAGE(device_segments(data, offsets, Op::Sum, o), xr::InvalidArgument, what);
+        CHECK_THROWS_AS_MESSAGE(entry.reduce_segments(data, offsets, Op::Sum, o), xr::InvalidArgument, what);
         continue;
       }
-      if (std::find(k.layouts.begin(), k.layouts.end(), SegmentKind::Offsets) != k.layouts.end())
-        expect_reference(device_segments(data, offsets, Op::Sum, o), data, offsets_layout(offsets), Op::Sum, o, what);
+      if (k.reduces(SegmentKind::Offsets)) {
+        const SegmentedResult got = entry.reduce_segments(data, offsets, Op::Sum, o);
+        expect_reference(got.values, got.rounding_depth, data, offsets_layout(offsets), Op::Sum, o, what);
+      }
       for (int axis : {0, 1}) {
         const SegmentLayout l = xr::axis_layout(rows, axis);
-        if (std::find(k.layouts.begin(), k.layouts.end(), l.kind) == k.layouts.end()) continue;
-        expect_reference(device_axis(matrix, rows, axis, Op::Max, o), matrix, l, Op::Max, o, what + " axis " + std::to_string(axis));
+        if (!k.reduces(l.kind)) continue;
+        const SegmentedResult got = entry.reduce_axis(matrix, rows, axis, Op::Max, o);
+        expect_reference(got.values, got.rounding_depth, matrix, l, Op::Max, o, what + " axis " + std::to_string(axis));
       }
     }
   }
   RunOptions o;
   o.kernel = "warp";
   o.block_size = 48;
-  CHECK_THROWS_AS(device_segments(data, offsets, Op::Sum, o), xr::InvalidArgument);
+  CHECK_THROWS_AS(entry.reduce_segments(data, offsets, Op::Sum, o), xr::InvalidArgument);
   o.kernel = "cub";
   o.block_size = 256;
-  CHECK_THROWS_AS(device_segments(data, offsets, Op::Sum, o), xr::InvalidArgument);
+  CHECK_THROWS_AS(entry.reduce_segments(data, offsets, Op::Sum, o), xr::InvalidArgument);
 }
 
-// The exact sum of each segment on the host, rounded once to the sum's type R (the input type;
-// f32 for f16 and bf16, whose every value f32 holds exactly).
-template <class T, class R = xr::compute_t<T>> std::vector<R> host_exact(const T* x, const SegmentLayout& l) {
-  std::vector<R> out(l.count);
-  for (u64 i = 0; i < l.count; ++i) {
-    xr::ExactSum s;
-    if (l.kind == SegmentKind::Columns) {
-      for (u64 r = 0; r < l.length; ++r) s.add(static_cast<R>(x[i + r * l.stride]));
-    } else {
-      const u64 b = l.kind == SegmentKind::Rows ? i * l.stride : static_cast<u64>(l.offsets[i]);
-      const u64 e = l.kind == SegmentKind::Rows ? b + l.length : static_cast<u64>(l.offsets[i + 1]);
-      for (u64 k = b; k < e; ++k) s.add(static_cast<R>(x[k]));
-    }
-    if constexpr (sizeof(R) == 4) out[i] = s.to_float();
-    else out[i] = s.to_double();
-  }
-  return out;
-}
-
-template <class T> void expect_exact(const SegmentedResult& got, const HostBuffer& data, const SegmentLayout& l,
-                                     const std::string& what) {
-  using R = xr::compute_t<T>;
-  const std::vector<R> want = host_exact(data.as<T>(), l);
-  REQUIRE(got.values.size() == want.size());
-  u64 bad = 0;
-  for (u64 i = 0; i < want.size(); ++i) {
-    const R v = got.values.as<R>()[i];
-    const bool same = (std::isnan(v) && std::isnan(want[i])) || std::memcmp(&v, &want[i], sizeof v) == 0;
-    if (!same && bad++ == 0) FAIL_CHECK(what, ": value ", i, " is ", v, ", the exact sum ", want[i]);
-  }
-  CHECK_MESSAGE(bad == 0, what, ": ", bad, " values differ");
-  CHECK(got.record.rounding_depth == 1);
-  CHECK(got.record.kernel.find(":exact") != std::string::npos);
-}
-
-TEST_CASE("exact sums per segment: bit for bit the host ExactSum, rows, columns and offsets") {
-  // Segments past 2^16 elements go in several pieces; special values and cancellation.
-  const std::vector<i64> offsets = offsets_of({0, 1, 2, 31, 500, 70000, 0, 140001, 3});
-  const MatrixShape matrix{300, 70};
-  const MatrixShape tall{70000, 3};
-  for (const DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
-    for (const xr::Dist dist : {xr::Dist::Cancel, xr::Dist::Wide, xr::Dist::Special}) {
-      RunOptions o;
-      o.exact = true;
-      for (const char* strategy : {"auto", "multiblock", "cub"}) {
+TEST_CASE("on a stream: every strategy, op and type, the values and bits of the synchronous form") {
+  cudaStream_t stream = nullptr;
+  CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CudaEntry entry;
+  // Offsets of every bin, the input starting 3 elements before the first segment.
+  const std::vector<i64> offsets = offsets_of(mixed_lengths(5), 3);
+  const u64 n = static_cast<u64>(offsets.back()) + 5;
+  for (const auto& strategy : strategies(SegmentKind::Offsets))
+    for (const Op op : xr::fold_ops)
+      for (const DType t : xr::segment_dtypes()) {
+        const HostBuffer data = xr::generate(t, n, dist_for(op), 13);
+        RunOptions o;
         o.kernel = strategy;
-        const std::string what = describe(strategy, Op::Sum, t, std::string("exact ") + std::string(xr::to_string(dist)));
-        const HostBuffer data = xr::generate(t, static_cast<u64>(offsets.back()), dist, 19);
-        const SegmentedResult got = device_segments(data, offsets, Op::Sum, o);
-        const HostBuffer m = xr::generate(t, tall.rows * tall.cols, dist, 20);
-        const SegmentedResult rows = device_axis(m, matrix, 1, Op::Sum, o);
-        xr::visit_dtype(t, [&](auto zero) {
-          using T = decltype(zero);
-          if constexpr (xr::is_float_v<T>) {
-            expect_exact<T>(got, data, offsets_layout(offsets), what + " offsets");
-            expect_exact<T>(rows, m, xr::axis_layout(matrix, 1), what + " rows");
-          }
-        });
-        expect_reference(got, data, offsets_layout(offsets), Op::Sum, o, what);
+        const std::string what = describe(strategy, op, t, "mixed lengths (async)");
+        const HostBuffer values = async_segments(data, offsets, op, o, stream);
+        expect_reference(values, 0, data, offsets_layout(offsets), op, o, what);
+        CHECK_MESSAGE(same_bits(values, entry.reduce_segments(data, offsets, op, o).values), what);
       }
-      o.kernel = "columns";
-      const HostBuffer m = xr::generate(t, tall.rows * tall.cols, dist, 21);
-      const SegmentedResult cols = device_axis(m, tall, 0, Op::Sum, o);
-      xr::visit_dtype(t, [&](auto zero) {
-        using T = decltype(zero);
-        if constexpr (xr::is_float_v<T>) expect_exact<T>(cols, m, xr::axis_layout(tall, 0), "exact columns");
-      });
+  // Rows and columns of every strategy.
+  const MatrixShape shapes[] = {{5000, 6}, {333, 2222}, {2, 200000}, {40000, 5}};
+  for (const MatrixShape& s : shapes) {
+    const HostBuffer data = xr::generate(DType::F32, s.rows * s.cols, xr::Dist::Uniform, 27);
+    for (int axis : {0, 1}) {
+      const SegmentLayout l = xr::axis_layout(s, axis);
+      for (const auto& strategy : strategies(l.kind)) {
+        RunOptions o;
+        o.kernel = strategy;
+        const std::string what = describe(strategy, Op::Sum, DType::F32, shape_text(s, axis));
+        const HostBuffer values = async_axis(data, s, axis, Op::Sum, o, stream);
+        expect_reference(values, 0, data, l, Op::Sum, o, what + " (async)");
+        // The same plan runs both: the same bits.
+        CHECK_MESSAGE(same_bits(values, entry.reduce_axis(data, s, axis, Op::Sum, o).values), what);
+      }
     }
   }
+  CK(cudaStreamDestroy(stream));
 }
 
-TEST_CASE("argument errors: bad offsets name their position; async exact; layouts a strategy lacks") {
+TEST_CASE("errors of the device forms: exact sums on a stream, host memory for device memory") {
   const HostBuffer data = xr::generate(DType::F32, 10, xr::Dist::Uniform, 22);
-  const auto message = [&](const std::vector<i64>& offsets, const RunOptions& o = {}) {
-    try {
-      device_segments(data, offsets, Op::Sum, o);
-    } catch (const xr::InvalidArgument& e) {
-      return std::string(e.what());
-    }
-    return std::string("no exception");
-  };
-  CHECK(message({0, 5, 3, 10}).find("position 2") != std::string::npos);
-  CHECK(message({0, 5, 11}).find("offsets[2]") != std::string::npos);
-  CHECK(message({-1, 5}).find("offsets[0]") != std::string::npos);
+  const std::vector<i64> good = {0, 4, 10};
   RunOptions exact;
   exact.exact = true;
-  CHECK(message({0, 5, 3, 10}, exact).find("position 2") != std::string::npos);
-
-  const std::vector<i64> good = {0, 4, 10};
-  CHECK_THROWS_AS(device_segments(data, good, Op::Sum, exact, true), xr::InvalidArgument);
-  CHECK_THROWS_AS(device_axis(data, MatrixShape{2, 5}, 1, Op::Sum, exact, true), xr::InvalidArgument);
-  CHECK_THROWS_WITH_AS(device_segments(data, good, Op::Sum, exact, true),
+  CHECK_THROWS_WITH_AS(async_segments(data, good, Op::Sum, exact, nullptr),
                        doctest::Contains("exact segmented sums round on the host"), xr::InvalidArgument);
-  RunOptions prod = exact;
-  CHECK_THROWS_AS(device_segments(data, good, Op::Prod, prod), xr::InvalidArgument);
-  RunOptions cub;
-  cub.kernel = "cub";
-  CHECK_THROWS_AS(device_axis(data, MatrixShape{2, 5}, 0, Op::Sum, cub), xr::InvalidArgument);
-  RunOptions columns;
-  columns.kernel = "columns";
-  CHECK_THROWS_AS(device_segments(data, good, Op::Sum, columns), xr::InvalidArgument);
-  RunOptions unknown;
-  unknown.kernel = "no_such_strategy";
-  CHECK_THROWS_WITH_AS(device_segments(data, good, Op::Sum, unknown), doctest::Contains("subwarp"), xr::InvalidArgument);
-  CHECK_THROWS_AS(device_axis(data, MatrixShape{2, 5}, 2, Op::Sum, {}), xr::InvalidArgument);
-  CHECK_THROWS_AS(device_axis(data, MatrixShape{2, 5, 3}, 1, Op::Sum, {}), xr::InvalidArgument);
-  // Host memory where device memory is expected.
+  CHECK_THROWS_AS(async_axis(data, MatrixShape{2, 5}, 1, Op::Sum, exact, nullptr), xr::InvalidArgument);
+  // Host memory where device memory is expected: the input, then the offsets.
   std::vector<float> host(10);
   const DevMem off(good.data(), good.size() * sizeof(i64));
+  const DevMem in(data.data(), data.bytes());
   const DevMem out(2 * sizeof(float));
   CHECK_THROWS_AS(xr::cuda::reduce_segments(host.data(), 10, off.as<const i64>(), 2, Op::Sum, out.p), xr::DeviceError);
-  CHECK_THROWS_AS(xr::cuda::reduce_segments(host.data(), 10, good.data(), 2, Op::Sum, out.p), xr::DeviceError);
+  CHECK_THROWS_AS(xr::cuda::reduce_segments(in.as<const float>(), 10, good.data(), 2, Op::Sum, out.p), xr::DeviceError);
 }
+
+namespace {
 
 // Segment i of `offsets` as the kernels clamp it: [clamp(o[i], 0, n), clamp(o[i + 1], begin, n)).
 std::vector<i64> clamped(const std::vector<i64>& offsets, u64 n, std::vector<u64>& begins) {
@@ -537,6 +321,8 @@ std::vector<i64> clamped(const std::vector<i64>& offsets, u64 n, std::vector<u64
   }
   return lengths;
 }
+
+}  // namespace
 
 TEST_CASE("async with bad offsets: each segment clamped to the input, and the next call is right") {
   // Offsets that decrease, run past n, go negative, and long segments that overlap so that their
@@ -553,19 +339,20 @@ TEST_CASE("async with bad offsets: each segment clamped to the input, and the ne
   for (u64 i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + data.as<i64>()[i];
   const std::vector<i64> valid = offsets_of(mixed_lengths(7));
   const HostBuffer small = xr::generate(DType::I64, static_cast<u64>(valid.back()), xr::Dist::Uniform, 24);
+  CudaEntry entry;
   for (const auto& strategy : strategies(SegmentKind::Offsets)) {
     if (strategy == "cub") continue;  // the baseline reads offsets as given
     RunOptions o;
     o.kernel = strategy;
-    const SegmentedResult got = device_segments(data, offsets, Op::Sum, o, true, nullptr);
+    const HostBuffer got = async_segments(data, offsets, Op::Sum, o, nullptr);
     CK(cudaGetLastError());
     u64 bad = 0;
     for (std::size_t i = 0; i < lengths.size(); ++i)
-      bad += got.value(i).i != prefix[begins[i] + static_cast<u64>(lengths[i])] - prefix[begins[i]];
+      bad += got.as<i64>()[i] != prefix[begins[i] + static_cast<u64>(lengths[i])] - prefix[begins[i]];
     CHECK_MESSAGE(bad == 0, strategy, ": ", bad, " clamped segments differ");
     // Tickets and counters are back at zero: a valid call after it is right.
-    expect_reference(device_segments(small, valid, Op::Sum, o), small, offsets_layout(valid), Op::Sum, o,
-                     strategy + " after bad offsets");
+    const SegmentedResult after = entry.reduce_segments(small, valid, Op::Sum, o);
+    expect_reference(after.values, after.rounding_depth, small, offsets_layout(valid), Op::Sum, o, strategy + " after bad offsets");
   }
 }
 
@@ -582,66 +369,18 @@ TEST_CASE("more segments than one classification window (2^24): binned and multi
   lengths[count - 10] = 100000;
   const std::vector<i64> offsets = offsets_of(lengths);
   const HostBuffer data = xr::generate(DType::I32, static_cast<u64>(offsets.back()), xr::Dist::Uniform, 25);
+  CudaEntry entry;
   for (const char* strategy : {"binned", "multiblock", "auto"}) {
     RunOptions o;
     o.kernel = strategy;
     const std::string what = std::string(strategy) + " 2^24 + 1000 segments";
-    const SegmentedResult got = device_segments(data, offsets, Op::Sum, o);
-    expect_reference(got, data, offsets_layout(offsets), Op::Sum, o, what);
+    const SegmentedResult got = entry.reduce_segments(data, offsets, Op::Sum, o);
+    expect_reference(got.values, got.rounding_depth, data, offsets_layout(offsets), Op::Sum, o, what);
     if (std::string(strategy) != "auto") CHECK_MESSAGE(got.record.launches >= 4, what);
-    expect_reference(device_segments(data, offsets, Op::Max, o, true), data, offsets_layout(offsets), Op::Max, o,
+    expect_reference(async_segments(data, offsets, Op::Max, o, nullptr), 0, data, offsets_layout(offsets), Op::Max, o,
                      what + " (async)");
   }
 }
-
-TEST_CASE("rows and columns on a stream: every strategy, the values of the synchronous form") {
-  cudaStream_t stream = nullptr;
-  CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const MatrixShape shapes[] = {{5000, 6}, {333, 2222}, {2, 200000}, {40000, 5}};
-  for (const MatrixShape& s : shapes) {
-    const HostBuffer data = xr::generate(DType::F32, s.rows * s.cols, xr::Dist::Uniform, 27);
-    for (int axis : {0, 1}) {
-      const SegmentLayout l = xr::axis_layout(s, axis);
-      for (const auto& strategy : strategies(l.kind)) {
-        RunOptions o;
-        o.kernel = strategy;
-        const std::string what = describe(strategy, Op::Sum, DType::F32, shape_text(s, axis));
-        const SegmentedResult sync = device_axis(data, s, axis, Op::Sum, o);
-        const SegmentedResult async = device_axis(data, s, axis, Op::Sum, o, true, stream);
-        expect_reference(async, data, l, Op::Sum, o, what + " (async)");
-        // The same plan runs both: the same bits.
-        CHECK_MESSAGE(std::memcmp(sync.values.data(), async.values.data(), sync.values.bytes()) == 0, what);
-      }
-    }
-  }
-  CK(cudaStreamDestroy(stream));
-}
-
-TEST_CASE("the record: auto's choice by shape, launches, elements, bytes per second, repeats") {
-  const MatrixShape shapes[] = {{4096, 2}, {4096, 16}, {2048, 1000}, {1200, 5000}, {3, 400000}};
-  const char* chosen[] = {"auto:subwarp", "auto:subwarp", "auto:warp", "auto:block", "auto:multiblock"};
-  for (std::size_t k = 0; k < std::size(shapes); ++k) {
-    const MatrixShape& s = shapes[k];
-    const HostBuffer data = xr::generate(DType::F32, s.rows * s.cols, xr::Dist::Uniform, 26);
-    RunOptions o;
-    o.warmup = 1;
-    o.repeat = 3;
-    const SegmentedResult got = device_axis(data, s, 1, Op::Sum, o);
-    INFO(shape_text(s, 1));
-    expect_reference(got, data, xr::axis_layout(s, 1), Op::Sum, o, chosen[k]);
-    CHECK(got.record.kernel == chosen[k]);
-    CHECK(got.record.backend == "cuda");
-    CHECK(got.record.launches == 1);
-    CHECK(got.record.repeats == 3);
-    CHECK(got.record.n == s.rows * s.cols);
-    CHECK(got.record.kernel_ms > 0);
-    CHECK(got.record.bytes_per_s > 0);
-    CHECK(got.record.rounding_depth > 0);
-    CHECK(!got.record.finish.empty());
-  }
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   const xr::BackendStatus s = xr::backend_status("cuda");
