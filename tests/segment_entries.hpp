@@ -271,18 +271,6 @@ class CudaEntry final : public Entry {
 
 #ifdef XR_TEST_OPENCL_ENTRY
 
-// xr::opencl::reduce_segments and reduce_axis: the suites call them through these two alone.
-inline xr::Result opencl_reduce_segments(cl_command_queue queue, cl_mem data, u64 offset, u64 n, xr::DType type,
-                                         cl_mem offsets, u64 n_segments, xr::Op op, cl_mem out,
-                                         const xr::RunOptions& o = {}) {
-  return xr::opencl::reduce_segments(queue, data, offset, n, type, offsets, n_segments, out, op, o);
-}
-inline xr::Result opencl_reduce_axis(cl_command_queue queue, cl_mem data, u64 offset, xr::DType type,
-                                     const xr::MatrixShape& shape, int axis, xr::Op op, cl_mem out,
-                                     const xr::RunOptions& o = {}) {
-  return xr::opencl::reduce_axis(queue, data, offset, type, shape, axis, out, op, o);
-}
-
 inline void cl_check(cl_int rc, const char* what) {
   if (rc != CL_SUCCESS) throw std::runtime_error(std::string(what) + " failed: " + xr::opencl::error_name(rc));
 }
@@ -324,7 +312,7 @@ class OpenclEntry final : public Entry {
     const u64 count = values_of(shape, axis);
     const xr::DType rt = xr::result_dtype(op, data.type(), o.accumulator);
     const ClBuffer out(context_, count * xr::size_of(rt));
-    const xr::Result record = opencl_reduce_axis(queue_, in.mem, offset_, data.type(), shape, axis, op, out.mem, o);
+    const xr::Result record = xr::opencl::reduce_axis(queue_, in.mem, offset_, data.type(), shape, axis, op, out.mem, o);
     return device_result(record, read_back(queue_, out.mem, rt, count));
   }
   xr::SegmentedResult reduce_segments(const xr::HostBuffer& data, std::span<const i64> offsets, xr::Op op,
@@ -335,7 +323,7 @@ class OpenclEntry final : public Entry {
     const xr::DType rt = xr::result_dtype(op, data.type(), o.accumulator);
     const ClBuffer out(context_, count * xr::size_of(rt));
     const xr::Result record =
-        opencl_reduce_segments(queue_, in.mem, offset_, data.size(), data.type(), offs.mem, count, op, out.mem, o);
+        xr::opencl::reduce_segments(queue_, in.mem, offset_, data.size(), data.type(), offs.mem, count, op, out.mem, o);
     return device_result(record, read_back(queue_, out.mem, rt, count));
   }
 
