@@ -2,10 +2,10 @@
 // of a device, inputs at an offset into their buffer, buffers too small or of another context, a
 // queue without profiling and an out-of-order one, exact piece states word for word against
 // exact_piece_state, offsets on the device that the host did not plan from, the plans auto makes
-// for a GPU run on this device, balanced's work-groups and grids, and jobs under a device memory
-// limit. The values of every strategy, op and type, exact sums and argument errors are
-// test_segments.cpp's, run on the cl_mem API as segments.opencl_device. Runs on the default device
-// of every OpenCL platform (exit 77 when there is none).
+// for a GPU run on this device, and jobs under a device memory limit; balanced's work-groups and
+// grids are in test_opencl_balanced.cpp. The values of every strategy, op and type, exact sums and
+// argument errors are test_segments.cpp's, run on the cl_mem API as segments.opencl_device. Runs
+// on the default device of every OpenCL platform (exit 77 when there is none).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -20,10 +20,12 @@
 
 #include "../turning_ops.hpp"
 #include "internal.hpp"
+#include "segment_checks.hpp"
 #include "segment_entries.hpp"
 #include "segments.hpp"
 #include "targets.hpp"
 #include "xreduce/opencl.hpp"
+#include "xreduce/reference.hpp"
 #include "xreduce/segments.hpp"
 #include "xreduce/xreduce.hpp"
 
@@ -31,76 +33,6 @@ using namespace xr;
 namespace od = xr::opencl::detail;
 using namespace xr::ocl_test;
 using namespace xr_seg;
-
-namespace {
-
-// The device's types for the loops that turn through types: every one but f16 and bf16, which
-// test_segments.cpp covers with fewer kernel builds (PoCL compiles each at run time, about 0.5 s).
-std::vector<DType> types_of(const Target& t) {
-  std::vector<DType> out;
-  for (DType d : segment_dtypes())
-    if ((t.caps.fp64 || d != DType::F64) && !is_half(d)) out.push_back(d);
-  return out;
-}
-
-// The strategies of this device that reduce `kind`, auto first.
-std::vector<std::string> strategies(const Target& t, SegmentKind kind) {
-  return xr_seg::strategies(opencl::segment_kernels(t.caps.device), kind);
-}
-
-HostBuffer read_back(const Target& t, cl_mem mem, DType type, u64 count) { return xr_seg::read_back(t.queue, mem, type, count); }
-
-// The values of a call against reference_segments over `input`, and the record's elements and backend.
-void expect_agrees(const Target& t, const SegmentedResult& got, const HostBuffer& input, const SegmentLayout& layout,
-                   Op op, const RunOptions& o, const std::string& what) {
-  const SegmentAgreement a = check_segments(got, reference_segments(input.view(), layout, op, o.accumulator), o.exact);
-  CHECK_MESSAGE(a.ok(), t.label(), " ", what, ": ", a.detail);
-  CHECK_MESSAGE(got.record.n == layout.elements(), what);
-  CHECK_MESSAGE(got.record.backend == "opencl", what);
-}
-
-// Elements [offset, size) of `data`.
-HostBuffer tail_of(const HostBuffer& data, u64 offset) {
-  HostBuffer b(data.type(), data.size() - offset);
-  std::memcpy(b.data(), static_cast<const unsigned char*>(data.data()) + offset * size_of(data.type()), b.bytes());
-  return b;
-}
-
-// reduce_segments on a buffer holding `data`, the input starting `offset` elements into it.
-void check_offsets_call(const Target& t, const HostBuffer& data, u64 offset, const std::vector<i64>& offsets, Op op,
-                        const RunOptions& o, const std::string& what) {
-  OpenclEntry entry(t.context, t.queue, t.caps.device, offset);
-  const HostBuffer input = tail_of(data, offset);
-  expect_agrees(t, entry.reduce_segments(input, offsets, op, o), input, offsets_layout(offsets), op, o, what);
-}
-
-// A job of `kernel` (f32 sums unless told) on cl_mem buffers: n elements in `in`, the values into
-// `out`, an Offsets layout's offsets in `offsets` beside their host copy in layout.offsets.
-xr::detail::SegmentJob job_on(cl_mem in, u64 n, const SegmentLayout& layout, cl_mem offsets, cl_mem out,
-                              const std::string& kernel = "auto", DType type = DType::F32, Op op = Op::Sum) {
-  xr::detail::SegmentJob job;
-  job.op = op;
-  job.type = type;
-  job.result_type = result_dtype(op, type);
-  job.options.kernel = kernel;
-  job.layout = layout;
-  job.data = xr::detail::Memory::device(in);
-  job.n = n;
-  job.offsets = xr::detail::Memory::device(offsets);
-  job.out = xr::detail::Memory::device(out);
-  return job;
-}
-
-std::string name_of(const std::string& strategy, Op op, DType type, const std::string& shape) {
-  return describe(strategy, op, type, shape);
-}
-
-struct Lengths {
-  std::string name;
-  std::vector<u64> lengths;
-};
-
-}  // namespace
 
 TEST_CASE("the strategies: names and layouts, f64 only with cl_khr_fp64") {
   for (auto& t : targets()) {
@@ -310,14 +242,6 @@ TEST_CASE("offsets on the device that the host did not plan from: nothing read o
   }
 }
 
-// This device's capabilities as auto sees an H100's: a GPU of 132 compute units, so that its
-// plans for a GPU run here.
-od::DeviceCaps as_h100(od::DeviceCaps caps) {
-  caps.type = CL_DEVICE_TYPE_GPU;
-  caps.compute_units = 132;
-  return caps;
-}
-
 TEST_CASE("auto as on a GPU: the strategy each shape gets, and its values, run on this device") {
   // The plans auto makes for an H100 (132 compute units of a GPU), run here: the choice by shape
   // and every GPU plan's values, wherever the tests run.
@@ -411,167 +335,6 @@ TEST_CASE("f16 and bf16 in the plans of a GPU: their bits loaded 16 bytes at a t
 }
 
 // ---- balanced ----------------------------------------------------------------------------------
-
-// balanced named, with a work-group size and a grid (0: its defaults, 128 work-items and 4
-// work-groups of them per compute unit). At 32 work-items a tile is 1024 elements of f32 and u8
-// (512 of f64), so that small inputs span many tiles and work-groups; at 16, narrower than the
-// 30 edge elements a tile of u8 may have, some work-items load more than one.
-namespace {
-
-RunOptions balanced(unsigned block = 0, u64 grid = 0) {
-  RunOptions o;
-  o.kernel = "balanced";
-  o.block_size = block;
-  o.grid_size = grid;
-  return o;
-}
-
-std::string shape_of(const std::string& what, unsigned block, u64 grid) {
-  return what + ", work-groups of " + std::to_string(block) + ", grid " + std::to_string(grid);
-}
-
-}  // namespace
-
-TEST_CASE("balanced: lognormal lengths, every op and type, work-groups of 16 to 128, one to one per tile") {
-  for (auto& t : targets()) {
-    CAPTURE(t.label());
-    // The segments start at element 5 of the input, which starts at element 3 of the buffer: no
-    // tile starts on a 16-byte boundary.
-    const auto offsets = offsets_of(lognormal_lengths(3000, 3.66, 1.2, 31), 5);
-    const u64 n = static_cast<u64>(offsets.back()) + 7;
-    std::vector<DType> types{DType::F32, DType::I32, DType::U8, DType::F16, DType::BF16};
-    if (t.caps.fp64) types.push_back(DType::F64);
-    for (DType type : types)
-      for (Op op : fold_ops) {
-        const HostBuffer data = generate(type, n + 3, dist_for(op), 32);
-        check_offsets_call(t, data, 3, offsets, op, balanced(), name_of("balanced", op, type, "lognormal"));
-      }
-    // i32 sums: in i64 by default, wrapping in i32 with the native accumulator.
-    const HostBuffer wide = generate(DType::I32, n, Dist::Wide, 33);
-    RunOptions native = balanced(32);
-    native.accumulator = Accumulator::Native;
-    check_offsets_call(t, wide, 0, offsets, Op::Sum, balanced(32), name_of("balanced", Op::Sum, DType::I32, "wide"));
-    check_offsets_call(t, wide, 0, offsets, Op::Sum, native, name_of("balanced", Op::Sum, DType::I32, "wide, native"));
-    // Work-group sizes and grids: one work-group for every tile, a few, one per tile.
-    for (const auto& [type, op] : {std::pair{DType::F32, Op::Sum}, std::pair{DType::U8, Op::Max}}) {
-      const HostBuffer data = generate(type, n + 3, Dist::Uniform, 34);
-      for (unsigned block : {16u, 32u, 64u, 128u})
-        for (u64 grid : {u64{1}, u64{3}, u64{0}, u64{1} << 20})
-          check_offsets_call(t, data, 3, offsets, op, balanced(block, grid),
-                             name_of("balanced", op, type, shape_of("lognormal", block, grid)));
-    }
-  }
-}
-
-TEST_CASE("balanced: empty segments, alone, alternating with long ones, leading and trailing") {
-  for (auto& t : targets()) {
-    CAPTURE(t.label());
-    std::vector<u64> alternating;
-    for (u64 i = 0; i < 400; ++i) alternating.push_back(i % 2 ? 0 : i % 3 ? 1500 : 3);
-    std::vector<u64> around(500, 0);
-    around.push_back(5000);
-    around.insert(around.end(), 700, 0);
-    std::vector<u64> one(1000, 0);
-    one[999] = 1;
-    const std::vector<Lengths> cases = {{"all empty", std::vector<u64>(3000, 0)},
-                                        {"empty alternating with long", alternating},
-                                        {"500 empty, 5000, 700 empty", around},
-                                        {"999 empty, then 1", one}};
-    for (const auto& c : cases) {
-      const auto offsets = offsets_of(c.lengths, 2);
-      const u64 n = static_cast<u64>(offsets.back()) + 4;
-      for (const auto& [type, op] : {std::pair{DType::F32, Op::Sum}, std::pair{DType::F32, Op::Max},
-                                     std::pair{DType::I32, Op::Min}, std::pair{DType::I32, Op::Prod}}) {
-        const HostBuffer data = generate(type, n, dist_for(op), 41);
-        for (unsigned block : {32u, 128u})
-          for (u64 grid : {u64{0}, u64{1} << 20})
-            check_offsets_call(t, data, 0, offsets, op, balanced(block, grid),
-                               name_of("balanced", op, type, shape_of(c.name, block, grid)));
-      }
-    }
-  }
-}
-
-TEST_CASE("balanced: one segment across many tiles and work-groups") {
-  for (auto& t : targets()) {
-    CAPTURE(t.label());
-    std::vector<u64> huge(300, 3);
-    huge[150] = (u64{1} << 20) + 3;
-    const std::vector<Lengths> cases = {{"one of 2^20+3 among short ones", huge},
-                                        {"one segment of 2^20+3", {(u64{1} << 20) + 3}},
-                                        {"2^20+3, then short ones", {(u64{1} << 20) + 3, 1, 0, 2, 5}}};
-    for (const auto& c : cases) {
-      const auto offsets = offsets_of(c.lengths, 1);
-      const u64 n = static_cast<u64>(offsets.back()) + 1;
-      for (const auto& [type, op] : {std::pair{DType::F32, Op::Sum}, std::pair{DType::I32, Op::Sum},
-                                     std::pair{t.caps.fp64 ? DType::F64 : DType::F32, Op::Max}}) {
-        const HostBuffer data = generate(type, n, Dist::Uniform, 51);
-        // Default groups; 300 and 5000 work-groups of 32 (tiles of 1024), so that the fix-up
-        // combines runs of parts longer than its work-group.
-        for (const auto& [block, grid] : {std::pair{0u, u64{0}}, std::pair{32u, u64{300}}, std::pair{32u, u64{5000}}})
-          check_offsets_call(t, data, 0, offsets, op, balanced(block, grid),
-                             name_of("balanced", op, type, shape_of(c.name, block, grid)));
-      }
-    }
-  }
-}
-
-TEST_CASE("balanced: segments ending at, before and after tile and work-group boundaries") {
-  for (auto& t : targets()) {
-    CAPTURE(t.label());
-    // Work-groups of 32: tiles of 1024 elements (f32, u8), 512 (f64). Lengths around multiples of
-    // those, so that segments end on, one before and one after the edges of tiles, and cross them.
-    std::vector<u64> lengths;
-    for (u64 tile : {u64{512}, u64{1024}})
-      for (u64 m : {u64{1}, u64{2}, u64{3}})
-        for (u64 d : {u64{0}, u64{1}, u64{2}}) {
-          lengths.push_back(m * tile - 1 + d);
-          lengths.push_back(d);
-        }
-    std::mt19937_64 rng(61);
-    std::shuffle(lengths.begin(), lengths.end(), rng);
-    for (u64 start : {u64{0}, u64{1023}}) {
-      const auto offsets = offsets_of(lengths, start);
-      const u64 n = static_cast<u64>(offsets.back());
-      std::vector<std::pair<DType, Op>> typed{{DType::F32, Op::Sum}, {DType::U8, Op::Sum}, {DType::BF16, Op::Min}};
-      if (t.caps.fp64) typed.emplace_back(DType::F64, Op::Sum);
-      for (const auto& [type, op] : typed) {
-        const HostBuffer data = generate(type, n, dist_for(op), 62);
-        // One tile per work-group, two or three, and the default grid.
-        for (u64 grid : {u64{1} << 20, u64{40}, u64{0}})
-          check_offsets_call(t, data, 0, offsets, op, balanced(32, grid),
-                             name_of("balanced", op, type, shape_of("start " + std::to_string(start), 32, grid)));
-      }
-    }
-  }
-}
-
-TEST_CASE("balanced: the plan of a GPU (132 compute units), run on this device") {
-  for (auto& t : targets()) {
-    CAPTURE(t.label());
-    od::DeviceCaps gpu = t.caps;
-    gpu.type = CL_DEVICE_TYPE_GPU;
-    gpu.compute_units = 132;
-    od::Segments device(gpu, t.context, t.queue, true);
-    const auto offsets = offsets_of(lognormal_lengths(40000, 3.66, 1.0, 71));
-    const u64 n = static_cast<u64>(offsets.back());
-    const HostBuffer data = generate(DType::F32, n, Dist::Uniform, 72);
-    ClBuffer in(t.context, data.bytes(), data.data());
-    ClBuffer offs(t.context, offsets.size() * sizeof(std::int64_t), offsets.data());
-    ClBuffer out(t.context, (offsets.size() - 1) * sizeof(float));
-    const xr::detail::SegmentJob job = job_on(in.mem, n, offsets_layout(offsets), offs.mem, out.mem, "balanced");
-    const xr::detail::SegmentOutcome r = device.reduce(job);
-    CHECK(r.kernel == "balanced");
-    CHECK(r.launches == 2);
-    CHECK_MESSAGE(r.finish.find("528 work-groups") != std::string::npos, r.finish);
-    SegmentedResult got;
-    got.kind = SegmentKind::Offsets;
-    got.values = read_back(t, out.mem, DType::F32, job.layout.count);
-    got.rounding_depth = r.depth;
-    const SegmentAgreement a = check_segments(got, reference_segments(data.view(), job.layout, Op::Sum), false);
-    CHECK_MESSAGE(a.ok(), a.detail);
-  }
-}
 
 TEST_CASE("the Reducer on host data under a device memory limit: several jobs, the values and the record") {
   for (auto& t : targets()) {
