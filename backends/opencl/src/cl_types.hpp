@@ -1,6 +1,7 @@
 // The OpenCL C storage type of each element type, as the kernels' -D options name it.
 #pragma once
 
+#include <algorithm>
 #include <stdexcept>
 #include <string_view>
 
@@ -25,5 +26,7 @@ constexpr std::string_view cl_type_name(DType type) {
   }
   throw std::out_of_range("xr::opencl::cl_type_name: not a DType");
 }
+// A type of core's table without its case above reaches the throw while compiling: an error here.
+static_assert(std::ranges::all_of(all_dtypes, [](DType t) { return !cl_type_name(t).empty(); }));
 
 }  // namespace xr::opencl::detail
