@@ -174,6 +174,8 @@ def _matrix(a: _Array):
     """(rows, cols, stride, order) of a 2-D array read in place, or None."""
     rows, cols = a.shape
     s0, s1 = a.strides
+    if rows == 0 or cols == 0:
+        return rows, cols, 0, "C"
     if rows <= 1:
         s0 = builtins.max(cols, 1)
     if cols <= 1:
@@ -191,6 +193,8 @@ def _not_in_place(what: str, a: _Array) -> ValueError:
 
 
 def _is_contiguous(a: _Array) -> bool:
+    if 0 in a.shape:
+        return True
     expected = 1
     for n, s in zip(reversed(a.shape), reversed(a.strides)):
         if n != 1 and s != expected:
@@ -200,6 +204,8 @@ def _is_contiguous(a: _Array) -> bool:
 
 
 def _is_f_contiguous(a: _Array) -> bool:
+    if 0 in a.shape:
+        return True
     expected = 1
     for n, s in zip(a.shape, a.strides):
         if n != 1 and s != expected:
@@ -354,7 +360,7 @@ def _host_reduce(reducer, a: _Array, op, axis, exact, kernel, threads):
         return _host_arg_axis(reducer, a, op, plan, kernel, threads)
     length = plan.rows if plan.axis == 0 else plan.cols
     count = plan.cols if plan.axis == 0 else plan.rows
-    if length == 0 and count > 0 and op in ("min", "max"):
+    if length == 0 and op in ("min", "max"):
         raise ValueError(f"{op} of a zero-size axis has no value (as in NumPy: no identity)")
     raw, dtype, _ = reducer.reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order, plan.axis,
                                         op, exact, kernel, threads)
@@ -375,7 +381,7 @@ def _host_arg_axis(reducer, a: _Array, op, plan: _Plan, kernel, threads):
                          f"the arg ops run slice by slice and need each slice contiguous (axis {along} of a "
                          f"{'C' if along == 1 else 'Fortran'}-order array); pass such an array, e.g. "
                          f"np.ascontiguousarray(x) or np.asfortranarray(x)")
-    if length == 0 and count > 0:
+    if length == 0:
         raise ValueError(f"{op} of a zero-size axis has no value (as in NumPy)")
     start = a.strides[0] if along == 1 else a.strides[1]
     size = np.dtype(_numpy_dtype(a.dtype)).itemsize if a.dtype != "bf16" else 2
