@@ -76,6 +76,8 @@ def _caller_stream(x, library: str, device_id: int) -> int:
 
 def _acquire(x) -> _Array:
     library = _library(x)
+    if isinstance(x, np.ndarray) and not x.dtype.isnative:
+        raise TypeError(f"xreduce reads native byte order, not {x.dtype.str}: x.astype(x.dtype.newbyteorder('='))")
     if isinstance(x, np.ndarray) and x.dtype.name == "bfloat16":
         v = _xreduce.view(x.view(np.uint16), "bf16")
         return _Array(v, v.data, tuple(v.shape), tuple(v.strides), "bf16", _KDL_CPU, 0, 0, "numpy")

@@ -38,6 +38,8 @@ def test_bad_types():
     for bad in (np.zeros(3, dtype=np.int16), np.zeros(3, dtype=np.complex64), np.zeros(3, dtype=bool)):
         with pytest.raises(TypeError, match="xreduce reduces"):
             xr.sum(bad)
+    with pytest.raises(TypeError, match="byte order"):
+        xr.sum(np.arange(3, dtype=">f4"))
     with pytest.raises(TypeError, match="xreduce takes arrays"):
         xr.sum([1, 2, 3])
     with pytest.raises(TypeError):
