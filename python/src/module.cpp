@@ -220,7 +220,6 @@ NB_MODULE(_xreduce, m) {
 #endif
 
   nb::class_<View>(m, "View")
-      .def(nb::init<>())
       .def_prop_ro("data", &View::data)
       .def_prop_ro("shape", &View::shape)
       .def_prop_ro("strides", &View::strides)

@@ -84,6 +84,7 @@ def _acquire(x) -> _Array:
     if hasattr(x, "__dlpack_device__") and hasattr(x, "__dlpack__"):
         device_type, device_id = (int(d) for d in x.__dlpack_device__())
         if device_type in (_KDL_CUDA, _KDL_CUDA_MANAGED):
+            _require_cuda()
             stream = _caller_stream(x, library, device_id)
             # DLPack: the producer makes the data ready on the stream the consumer names (1: the
             # legacy default stream, which cudaStream_t 0 names).
@@ -93,6 +94,7 @@ def _acquire(x) -> _Array:
         if device_type not in (_KDL_CPU, _KDL_CUDA_HOST):
             raise TypeError(f"xreduce reduces host and CUDA arrays, not DLPack device type {device_type}")
     elif hasattr(x, "__cuda_array_interface__"):
+        _require_cuda()
         cai = x.__cuda_array_interface__
         if cai["typestr"] not in _CAI_TYPES:
             raise TypeError(f"xreduce does not reduce __cuda_array_interface__ type {cai['typestr']!r}")
@@ -296,11 +298,7 @@ class Reducer:
         self.name = backend
         self._device = device
         if backend == "cuda":
-            if not _xreduce.has_cuda:
-                raise BackendUnavailable("cuda backend unavailable: " + _xreduce_status("cuda")["reason"])
-            status = _xreduce_status("cuda")
-            if not status["usable"]:
-                raise BackendUnavailable("cuda backend unavailable: " + status["reason"])
+            _require_cuda()
             self._reducer = None
         else:
             self._reducer = _xreduce.Reducer(backend, platform, "" if device is None else str(device))
@@ -414,8 +412,10 @@ def _segments(x, offsets, op, exact, backend, device, kernel="auto", threads=0, 
 
 # ---- CUDA arrays -----------------------------------------------------------------------------
 
-def _cuda_unavailable() -> BackendUnavailable:
-    return BackendUnavailable("cuda backend unavailable: " + _xreduce_status("cuda")["reason"])
+def _require_cuda() -> None:
+    """BackendUnavailable, with the registry's reason, unless the CUDA backend is built and has a device."""
+    if not _xreduce.has_cuda or not _xreduce_status("cuda")["usable"]:
+        raise BackendUnavailable("cuda backend unavailable: " + _xreduce_status("cuda")["reason"])
 
 
 def _device_empty(a: _Array, count: int, dtype: str):
@@ -459,8 +459,6 @@ def _device_scalar(a: _Array, value, dtype: str):
 def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
     if backend not in ("auto", "cuda"):
         raise ValueError(f"backend={backend!r}: this array is on a CUDA device; use 'cuda' or 'auto'")
-    if not _xreduce.has_cuda or not _xreduce_status("cuda")["usable"]:
-        raise _cuda_unavailable()
     ops = ("min", "max") if op == "minmax" else (op,)
     plan = _plan(a, axis, op)
     results = []
@@ -491,8 +489,6 @@ def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
 
 
 def _cuda_segments(a: _Array, offsets, op, exact, kernel):
-    if not _xreduce.has_cuda or not _xreduce_status("cuda")["usable"]:
-        raise _cuda_unavailable()
     o = _acquire(offsets)
     if o.device_type != _KDL_CUDA or o.dtype != "i64" or len(o.shape) != 1 or (o.shape[0] > 1 and o.strides[0] != 1):
         raise TypeError("offsets of a CUDA array: a contiguous 1-D int64 array on the same device")

@@ -63,3 +63,27 @@ def test_jax():
             xr.sum(x)
         return
     assert float(xr.sum(x)) == 45
+
+
+class FakeDLPackCuda:
+    """Says it lives on CUDA device 0; gives no capsule (xreduce must not ask without CUDA)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        raise AssertionError("asked for a capsule")
+
+
+class FakeCudaArrayInterface:
+    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (1 << 40, False), "version": 3}
+
+
+@pytest.mark.parametrize("array", [FakeDLPackCuda(), FakeCudaArrayInterface()], ids=["dlpack", "cai"])
+def test_device_array_without_cuda(array):
+    if CUDA["usable"]:
+        pytest.skip("a CUDA device is usable here")
+    with pytest.raises(xr.BackendUnavailable, match=CUDA["reason"].split(":")[0]):
+        xr.sum(array)
+    with pytest.raises(xr.BackendUnavailable):
+        xr.reduce_segments(array, [0, 4])
