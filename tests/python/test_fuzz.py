@@ -27,13 +27,15 @@ def arrays(draw):
         base = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 3, size=shape)).astype(dtype)
         if base.size and draw(st.booleans()):
             base.flat[rng.integers(0, base.size)] = draw(st.sampled_from([np.nan, np.inf, -np.inf, -0.0]))
-    view = draw(st.sampled_from(["plain", "fortran", "step", "slice"]))
+    view = draw(st.sampled_from(["plain", "fortran", "step", "slice", "reversed"]))
     if view == "fortran":
         base = np.asfortranarray(base)
     elif view == "step":
         base = base[::2] if ndim == 1 else np.repeat(base, 2, axis=0)[::2]
     elif view == "slice" and ndim == 2 and shape[1] > 1:
         base = base[:, 1:]
+    elif view == "reversed":
+        base = base[::-1]
     return base
 
 

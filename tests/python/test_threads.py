@@ -1,5 +1,6 @@
 """Concurrent calls from Python threads: each gets its own result (the GIL is released)."""
 import threading
+import time
 
 import numpy as np
 from conftest import HOST_BACKENDS
@@ -32,3 +33,23 @@ def test_threads():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+
+def test_gil_released_during_a_reduction():
+    """The main thread keeps running while another thread reduces: the longest pause between two
+    of its steps stays far below the reduction's time (a held GIL pauses it for all of it)."""
+    x = np.random.default_rng(2).random(1 << 24)
+    reducer = xr.Reducer("omp" if "omp" in HOST_BACKENDS else HOST_BACKENDS[0])
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (reducer.reduce(x, exact=True, threads=1), done.set()))
+    start = last = time.perf_counter()
+    longest = 0.0
+    t.start()
+    while not done.is_set():
+        now = time.perf_counter()
+        longest, last = max(longest, now - last), now
+    t.join()
+    total = time.perf_counter() - start
+    assert total > 0.02, "the reduction was too short to tell"
+    assert longest < total / 2, (longest, total)
