@@ -25,6 +25,7 @@ _HOST_ORDER = ("omp", "opencl")  # backend="auto" for host arrays
 _KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 1, 2, 3, 13
 _CAI_TYPES = {"<i1": "i8", "|i1": "i8", "<u1": "u8", "|u1": "u8", "<i4": "i32", "<u4": "u32", "<i8": "i64",
               "<u8": "u64", "<f2": "f16", "<f4": "f32", "<f8": "f64"}
+_AxisError = getattr(np, "exceptions", np).AxisError  # a ValueError and IndexError; np.exceptions since 1.25
 _CONTIGUOUS_HINT = "np.ascontiguousarray(x) (or the array library's own contiguous copy)"
 
 
@@ -168,10 +169,9 @@ def _normalize_axis(axis, ndim: int):
         axis = axis[0]
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"axis must be None or an int, not {type(axis).__name__}")
-    if not -ndim <= axis < builtins.max(ndim, 1):
-        raise np.exceptions.AxisError(int(axis), ndim) if hasattr(np, "exceptions") else ValueError(
-            f"axis {axis} is out of bounds for array of dimension {ndim}")
-    return int(axis) % ndim if ndim else None
+    if not -ndim <= axis < ndim:
+        raise _AxisError(int(axis), ndim)
+    return int(axis) % ndim
 
 
 def _matrix(a: _Array):
@@ -422,10 +422,12 @@ def _device_empty(a: _Array, count: int, dtype: str):
     """An uninitialised 1-D array of the input's library on the input's device, and its pointer."""
     if a.library == "torch":
         import torch
-        names = {"i8": torch.int8, "u8": torch.uint8, "i32": torch.int32, "u32": torch.uint32,
-                 "i64": torch.int64, "u64": torch.uint64, "f16": torch.float16, "bf16": torch.bfloat16,
-                 "f32": torch.float32, "f64": torch.float64}
-        t = torch.empty(count, dtype=names[dtype], device=f"cuda:{a.device_id}")
+        names = {"i8": "int8", "u8": "uint8", "i32": "int32", "u32": "uint32", "i64": "int64", "u64": "uint64",
+                 "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
+        torch_dtype = getattr(torch, names[dtype], None)  # uint32 and uint64 came with PyTorch 2.3
+        if torch_dtype is None:
+            raise TypeError(f"this PyTorch has no {names[dtype]} tensors for xreduce's {dtype} results")
+        t = torch.empty(count, dtype=torch_dtype, device=f"cuda:{a.device_id}")
         return t, t.data_ptr()
     if a.library == "cupy":
         import cupy
@@ -492,8 +494,10 @@ def _cuda_segments(a: _Array, offsets, op, exact, kernel):
     o = _acquire(offsets)
     if o.device_type != _KDL_CUDA or o.dtype != "i64" or len(o.shape) != 1 or (o.shape[0] > 1 and o.strides[0] != 1):
         raise TypeError("offsets of a CUDA array: a contiguous 1-D int64 array on the same device")
+    if o.shape[0] < 1:
+        raise ValueError("offsets must hold at least one value ([0] is no segments)")
     count = o.shape[0] - 1
-    values, ptr = _device_empty(a, builtins.max(count, 0), _xreduce.result_dtype(op, a.dtype))
+    values, ptr = _device_empty(a, count, _xreduce.result_dtype(op, a.dtype))
     _xreduce.cuda_reduce_segments(a.data, a.shape[0], a.dtype, o.data, count, op, ptr, a.stream, exact, kernel)
     return values
 

@@ -12,6 +12,8 @@ def test_bad_arguments():
         xr.sum(x, axis=1)
     with pytest.raises(ValueError, match="out of bounds"):
         xr.sum(x.reshape(1, 3), axis=-3)
+    with pytest.raises(ValueError, match="out of bounds"):
+        xr.sum(np.float32(1), axis=0)
     with pytest.raises(ValueError, match="backend"):
         xr.sum(x, backend="tpu")
     with pytest.raises(ValueError, match="unknown op"):
