@@ -30,3 +30,12 @@ def sample(dtype, shape, rng, special=False):
         if special and x.size:
             x.flat[rng.integers(0, x.size)] = np.nan
     return x
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One `SKIP <test>: <reason>` line per skipped test, as the C++ suites print them
+    (scripts/test.sh lists those lines after the run)."""
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        name = report.nodeid.split("::")[-1]
+        terminalreporter.write_line(f"SKIP python {name}: {reason.removeprefix('Skipped: ')}")
