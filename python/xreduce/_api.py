@@ -340,8 +340,13 @@ def _reduce(x, op, axis, exact, backend, device, keepdims, out, kernel="auto", t
     if reducer is None:
         reducer = _shared_reducer(_host_backend(backend), device)
     if op == "minmax":
-        lo = _host_reduce(reducer, a, "min", axis, exact, kernel, threads)
-        hi = _host_reduce(reducer, a, "max", axis, exact, kernel, threads)
+        plan = _plan(a, axis, op)
+        if plan.kind == "flat":  # one read for both
+            r = reducer.reduce(a.data, plan.n, a.dtype, "minmax", False, kernel, threads)
+            lo, hi = _host_scalar(r.value, r.dtype), _host_scalar(r.maximum, r.dtype)
+        else:  # segmented reductions take the folds: one pass each
+            lo = _host_reduce(reducer, a, "min", axis, exact, kernel, threads)
+            hi = _host_reduce(reducer, a, "max", axis, exact, kernel, threads)
         if out is not None:
             out = tuple(out)
             return (_finish(lo, keepdims, ndim, axis, out[0]), _finish(hi, keepdims, ndim, axis, out[1]))
@@ -461,11 +466,14 @@ def _device_scalar(a: _Array, value, dtype: str):
 def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
     if backend not in ("auto", "cuda"):
         raise ValueError(f"backend={backend!r}: this array is on a CUDA device; use 'cuda' or 'auto'")
-    ops = ("min", "max") if op == "minmax" else (op,)
     plan = _plan(a, axis, op)
+    ops = ("min", "max") if op == "minmax" and plan.kind != "flat" else (op,)
     results = []
     for o in ops:
-        if plan.kind == "flat":
+        if plan.kind == "flat" and o == "minmax":  # one read for both
+            r = _xreduce.cuda_reduce(a.data, plan.n, a.dtype, o, a.stream, False, kernel)
+            results += [_device_scalar(a, r.value, r.dtype), _device_scalar(a, r.maximum, r.dtype)]
+        elif plan.kind == "flat":
             r = _xreduce.cuda_reduce(a.data, plan.n, a.dtype, o, a.stream, exact, kernel)
             value = r.index if o in ("argmin", "argmax") else r.value
             results.append(_device_scalar(a, value, "i64" if o in ("argmin", "argmax") else r.dtype))
