@@ -139,3 +139,13 @@ def test_other_array_objects():
     import array
     assert xr.sum(array.array("d", [0.5, 0.25])) == 0.75
     assert xr.max(np.float32(3.5)) == 3.5  # 0-d
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_minmax(backend, dtype):
+    x = sample(dtype, (6, 5), np.random.default_rng(11), special=True)
+    ref = x.astype(np.float32) if np.dtype(dtype).name == "bfloat16" else x
+    for axis in (None, 0, 1):
+        lo, hi = xr.minmax(x, axis=axis, backend=backend)
+        np.testing.assert_array_equal(np.asarray(lo, dtype=np.float64), np.min(ref, axis=axis).astype(np.float64))
+        np.testing.assert_array_equal(np.asarray(hi, dtype=np.float64), np.max(ref, axis=axis).astype(np.float64))
