@@ -321,6 +321,16 @@ NB_MODULE(_xreduce, m) {
            "threads"_a = 0, "accumulator"_a = "wide");
 
 #ifdef XR_PYTHON_CUDA
+  m.def("cuda_kernels", [] {
+    nb::list out;
+    for (const auto& k : xr::cuda::kernels()) out.append(kernel_dict(k));
+    return out;
+  });
+  m.def("cuda_segment_kernels", [] {
+    nb::list out;
+    for (const auto& k : xr::cuda::segment_kernels()) out.append(kernel_dict(k));
+    return out;
+  });
   // Device pointers on `stream` (a cudaStream_t as an integer; 0: the legacy default stream).
   // The synchronous forms: each waits for its reduction and returns the record.
   m.def("cuda_reduce",

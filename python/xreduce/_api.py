@@ -312,8 +312,12 @@ class Reducer:
         return self._reducer.device if self._reducer is not None else str(self._device or 0)
 
     def kernels(self) -> list:
-        """The ladder: name, note, kind, ops, types, exact, blocks of each kernel."""
-        return self._reducer.kernels() if self._reducer is not None else []
+        """The ladder: name, note, kind, ops, types, exact, blocks of each kernel ("auto" included)."""
+        return self._reducer.kernels() if self._reducer is not None else _xreduce.cuda_kernels()
+
+    def segment_kernels(self) -> list:
+        """The strategies of segmented reductions, with the layouts each reduces."""
+        return self._reducer.segment_kernels() if self._reducer is not None else _xreduce.cuda_segment_kernels()
 
     def reduce(self, x, op: str = "sum", *, axis=None, exact: bool = False, kernel: str = "auto",
                threads: int = 0, keepdims: bool = False, out=None):

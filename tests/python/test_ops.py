@@ -132,6 +132,7 @@ def test_reducer_object(backend):
     assert r.reduce(x, "argmax") == 99
     assert r.reduce_segments(x, [0, 50, 100]).tolist() == [1225, 3725]
     assert any(k["kind"] == "auto" for k in r.kernels())
+    assert any("rows" in k["layouts"] for k in r.segment_kernels())
 
 
 def test_other_array_objects():
