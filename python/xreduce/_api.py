@@ -219,7 +219,8 @@ def _is_f_contiguous(a: _Array) -> bool:
 
 
 class _Plan(NamedTuple):
-    kind: str            # "flat": reduce n elements at data; "matrix": reduce_axis over a matrix
+    kind: str            # "flat": reduce n elements at data; "matrix": reduce_axis over a matrix;
+                         # "lines": the whole of a matrix, its lines (rows, or columns) first
     n: int
     rows: int = 0
     cols: int = 0
@@ -245,10 +246,10 @@ def _plan(a: _Array, axis, op: str) -> _Plan:
     if axis is None:
         if _is_contiguous(a) or (_is_f_contiguous(a) and op not in ("argmin", "argmax")):
             return _Plan("flat", n)
-        if _is_f_contiguous(a):
-            raise ValueError(f"{op} with axis=None of a Fortran-order array: NumPy's index counts in C order, "
-                             f"xreduce's in memory order; pass a C-order array, e.g. {_CONTIGUOUS_HINT}")
-        raise _not_in_place(f"{op} with axis=None", a)
+        if m is None:
+            raise _not_in_place(f"{op} with axis=None", a)
+        rows, cols, stride, order = m
+        return _Plan("lines", n, rows, cols, stride, order, 1 if order == "C" else 0)
     if m is None:
         raise _not_in_place(f"{op} with axis={axis}", a)
     rows, cols, stride, order = m
@@ -365,6 +366,8 @@ def _host_reduce(reducer, a: _Array, op, axis, exact, kernel, threads):
         if op in ("argmin", "argmax"):
             return np.int64(r.index)
         return _host_scalar(r.value, r.dtype)
+    if plan.kind == "lines":
+        return _host_lines(reducer, a, op, plan, exact, kernel, threads)
     if op in ("argmin", "argmax"):
         return _host_arg_axis(reducer, a, op, plan, kernel, threads)
     length = plan.rows if plan.axis == 0 else plan.cols
@@ -377,6 +380,41 @@ def _host_reduce(reducer, a: _Array, op, axis, exact, kernel, threads):
     if len(a.shape) == 1:
         return values[0]
     return values
+
+
+def _host_lines(reducer, a: _Array, op, plan: _Plan, exact, kernel, threads):
+    """The whole of a 2-D array that is not one contiguous run: each line (a row of a C-order
+    array, a column of a Fortran-order one) first, then their results. Min, max and integer sums
+    and products come out as one reduction gives them; float sums and products round in that
+    order; an exact sum would round twice, so it is refused."""
+    if op == "sum" and exact and a.dtype in ("f16", "bf16", "f32", "f64"):
+        raise ValueError("an exact sum with axis=None reads the array in one piece, and this one has gaps between "
+                         f"its {'rows' if plan.order == 'C' else 'columns'}; make it contiguous first, e.g. "
+                         f"{_CONTIGUOUS_HINT}")
+    if op not in ("argmin", "argmax"):
+        raw, dtype, _ = reducer.reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order, plan.axis,
+                                            op, exact, kernel, threads)
+        r = reducer.reduce(raw.ctypes.data, raw.size // _itemsize(dtype), dtype, op, exact, kernel, threads)
+        return _host_scalar(r.value, r.dtype)
+    lines, length = (plan.rows, plan.cols) if plan.order == "C" else (plan.cols, plan.rows)
+    step = plan.stride * _itemsize(a.dtype)
+    found = [reducer.reduce(a.data + i * step, length, a.dtype, op, False, kernel, threads) for i in range(lines)]
+    kind = np.float64 if a.dtype in ("f16", "bf16", "f32", "f64") else np.uint64 if a.dtype[0] == "u" else np.int64
+    values = np.array([r.value for r in found], dtype=kind)
+    first = np.array([r.index for r in found], dtype=np.int64)
+    best = int(np.argmin(values) if op == "argmin" else np.argmax(values))  # NumPy's rules: the first NaN
+    if plan.order == "C":
+        return np.int64(best * plan.cols + first[best])
+    # Columns: of those holding the extreme (or a NaN), the one whose first occurrence comes
+    # first in C order: the smallest row, then the smallest column.
+    target = values[best]
+    same = np.flatnonzero(np.isnan(values)) if target != target else np.flatnonzero(values == target)
+    column = int(same[np.lexsort((same, first[same]))[0]])
+    return np.int64(first[column] * plan.cols + column)
+
+
+def _itemsize(dtype: str) -> int:
+    return {"i8": 1, "u8": 1, "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "f32": 4}.get(dtype, 8)
 
 
 def _host_arg_axis(reducer, a: _Array, op, plan: _Plan, kernel, threads):
@@ -393,7 +431,7 @@ def _host_arg_axis(reducer, a: _Array, op, plan: _Plan, kernel, threads):
     if length == 0:
         raise ValueError(f"{op} of a zero-size axis has no value (as in NumPy)")
     start = a.strides[0] if along == 1 else a.strides[1]
-    size = np.dtype(_numpy_dtype(a.dtype)).itemsize if a.dtype != "bf16" else 2
+    size = _itemsize(a.dtype)
     index = np.empty(count, dtype=np.int64)
     for i in range(count):
         index[i] = reducer.reduce(a.data + i * start * size, length, a.dtype, op, False, kernel, threads).index
@@ -477,6 +515,8 @@ def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
         if plan.kind == "flat" and o == "minmax":  # one read for both
             r = _xreduce.cuda_reduce(a.data, plan.n, a.dtype, o, a.stream, False, kernel)
             results += [_device_scalar(a, r.value, r.dtype), _device_scalar(a, r.maximum, r.dtype)]
+        elif plan.kind == "lines":
+            raise _not_in_place(f"{op} with axis=None of a CUDA array", a)
         elif plan.kind == "flat":
             r = _xreduce.cuda_reduce(a.data, plan.n, a.dtype, o, a.stream, exact, kernel)
             value = r.index if o in ("argmin", "argmax") else r.value

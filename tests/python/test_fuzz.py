@@ -27,7 +27,7 @@ def arrays(draw):
         base = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 3, size=shape)).astype(dtype)
         if base.size and draw(st.booleans()):
             base.flat[rng.integers(0, base.size)] = draw(st.sampled_from([np.nan, np.inf, -np.inf, -0.0]))
-    view = draw(st.sampled_from(["plain", "fortran", "step", "slice", "reversed"]))
+    view = draw(st.sampled_from(["plain", "fortran", "step", "slice", "reversed", "broadcast", "transposed step", "fortran step"]))
     if view == "fortran":
         base = np.asfortranarray(base)
     elif view == "step":
@@ -36,6 +36,12 @@ def arrays(draw):
         base = base[:, 1:]
     elif view == "reversed":
         base = base[::-1]
+    elif view == "broadcast" and base.size:
+        base = np.broadcast_to(base[:1], base.shape)
+    elif view == "transposed step" and ndim == 2:
+        base = np.repeat(base, 2, axis=1)[:, ::2].T
+    elif view == "fortran step" and ndim == 2:
+        base = np.repeat(base, 2, axis=0)[::2].T
     return base
 
 
