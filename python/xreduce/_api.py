@@ -564,8 +564,10 @@ _COMMON = """
     keepdims, out: as in NumPy (out receives the values: a copy of the result, never of the input).
 
     x is read in place: any array with __dlpack__, __cuda_array_interface__ or the buffer
-    protocol (NumPy, CuPy, PyTorch, JAX, ...), C or Fortran order, rows or columns strided; an
-    array that cannot be read in place raises ValueError saying how to make it contiguous.
+    protocol (NumPy, CuPy, PyTorch, JAX, ...), C or Fortran order, rows or columns strided
+    (axis=None of such a host array: line by line, then the lines' results; exact sums need it
+    contiguous); an array that cannot be read in place raises ValueError saying how to make it
+    contiguous.
     NumPy in, NumPy out; a CUDA array in, an array of its library on its device out, ordered on
     the caller's current stream.
 """
@@ -623,8 +625,8 @@ max.__doc__ = """Largest element of x (NumPy's max). Any NaN makes the result Na
 argmin.__doc__ = """Index of the first smallest element of x (NumPy's argmin), an int64.
 
     Ties go to the smallest index; a NaN wins, the first NaN's index, as in NumPy. With
-    axis=None the index counts in C order; a Fortran-order 2-D array raises ValueError (xreduce
-    reads memory order). Along an axis each slice must be contiguous (one reduction per slice).
+    axis=None the index counts in C order, whatever the layout. Along an axis each slice must be
+    contiguous (one whole-array reduction per slice).
 """ + _COMMON
 argmax.__doc__ = argmin.__doc__.replace("smallest element", "largest element").replace("argmin", "argmax")
 minmax.__doc__ = """(min(x), max(x)) as a pair, by min's and max's rules.
