@@ -276,15 +276,18 @@ NB_MODULE(_xreduce, m) {
       })
       .def("reduce",
            [](xr::Reducer& r, std::uintptr_t data, std::uint64_t n, const std::string& dtype, const std::string& op,
-              bool exact, const std::string& kernel, unsigned threads, const std::string& accumulator) {
+              bool exact, const std::string& kernel, unsigned threads, const std::string& accumulator, int repeat,
+              int warmup) {
              const xr::HostArray in{reinterpret_cast<const void*>(data), n, type_of(dtype)};
              const xr::Op o = op_of(op);
-             const xr::RunOptions options = run_options(exact, kernel, threads, accumulator);
+             xr::RunOptions options = run_options(exact, kernel, threads, accumulator);
+             options.repeat = repeat;
+             options.warmup = warmup;
              nb::gil_scoped_release release;
              return r.reduce(in, o, options);
            },
            "data"_a, "n"_a, "dtype"_a, "op"_a, "exact"_a = false, "kernel"_a = "auto", "threads"_a = 0,
-           "accumulator"_a = "wide")
+           "accumulator"_a = "wide", "repeat"_a = 1, "warmup"_a = 0)
       .def("reduce_axis",
            [](xr::Reducer& r, std::uintptr_t data, const std::string& dtype, std::uint64_t rows, std::uint64_t cols,
               std::uint64_t stride, const std::string& order, int axis, const std::string& op, bool exact,
@@ -335,14 +338,17 @@ NB_MODULE(_xreduce, m) {
   // The synchronous forms: each waits for its reduction and returns the record.
   m.def("cuda_reduce",
         [](std::uintptr_t data, std::uint64_t n, const std::string& dtype, const std::string& op, std::uintptr_t stream,
-           bool exact, const std::string& kernel, const std::string& accumulator) {
+           bool exact, const std::string& kernel, const std::string& accumulator, int repeat, int warmup) {
           const xr::DType t = type_of(dtype);
           const xr::Op o = op_of(op);
-          const xr::RunOptions options = run_options(exact, kernel, 0, accumulator);
+          xr::RunOptions options = run_options(exact, kernel, 0, accumulator);
+          options.repeat = repeat;
+          options.warmup = warmup;
           nb::gil_scoped_release release;
           return with_device_pointer(data, t, [&](auto p) { return xr::cuda::reduce(p, n, o, stream_of(stream), options); });
         },
-        "data"_a, "n"_a, "dtype"_a, "op"_a, "stream"_a, "exact"_a = false, "kernel"_a = "auto", "accumulator"_a = "wide");
+        "data"_a, "n"_a, "dtype"_a, "op"_a, "stream"_a, "exact"_a = false, "kernel"_a = "auto", "accumulator"_a = "wide",
+        "repeat"_a = 1, "warmup"_a = 0);
   m.def("cuda_reduce_axis",
         [](std::uintptr_t data, const std::string& dtype, std::uint64_t rows, std::uint64_t cols, std::uint64_t stride,
            const std::string& order, int axis, const std::string& op, std::uintptr_t out, std::uintptr_t stream,

@@ -325,6 +325,23 @@ class Reducer:
         """Reduces x with op ("sum", "prod", "min", "max", "argmin", "argmax", "minmax") on this backend."""
         return _reduce(x, op, axis, exact, self.name, self._device, keepdims, out, kernel, threads, self._reducer)
 
+    def record(self, x, op: str = "sum", *, exact: bool = False, kernel: str = "auto", threads: int = 0,
+               repeat: int = 1, warmup: int = 0) -> Result:
+        """The whole reduction's record (a Result): value, index (arg ops), maximum (minmax), n,
+        backend, device, kernel that ran, launches, median kernel and transfer times over `repeat`
+        runs after `warmup`, bytes/s, rounding depth. x: a contiguous array."""
+        if op not in ("sum", "prod", "min", "max", "argmin", "argmax", "minmax"):
+            raise ValueError(f"unknown op {op!r}: sum, prod, min, max, argmin, argmax or minmax")
+        a = _acquire(x)
+        if not _is_contiguous(a):
+            raise _not_in_place("record", a)
+        n = int(np.prod(a.shape, dtype=np.int64))
+        if a.device_type == _KDL_CUDA:
+            return _xreduce.cuda_reduce(a.data, n, a.dtype, op, a.stream, exact, kernel, "wide", repeat, warmup)
+        if self._reducer is None:
+            raise ValueError("a CUDA Reducer reduces arrays on a CUDA device; this array is in host memory")
+        return self._reducer.reduce(a.data, n, a.dtype, op, exact, kernel, threads, "wide", repeat, warmup)
+
     def reduce_segments(self, x, offsets, op: str = "sum", *, exact: bool = False, kernel: str = "auto",
                         threads: int = 0):
         """One value per CSR segment [offsets[i], offsets[i + 1]) of the 1-D array x."""
@@ -653,10 +670,15 @@ def backends() -> list:
 
 
 def _reduce_cli() -> str:
-    path = os.environ.get("XR_REDUCE_CLI") or os.path.join(os.path.dirname(__file__), "reduce_cli")
-    if not os.path.isfile(path):
-        raise BackendUnavailable("check: reduce_cli is not part of this build of xreduce (built without apps)")
-    return path
+    """$XR_REDUCE_CLI, else reduce_cli beside the package (installed), else in a build tree's apps/."""
+    here = os.path.dirname(__file__)
+    candidates = [os.environ.get("XR_REDUCE_CLI", ""), os.path.join(here, "reduce_cli"),
+                  os.path.join(here, "..", "..", "apps", "reduce_cli")]
+    for path in candidates:
+        if path and os.path.isfile(path):
+            return path
+    raise BackendUnavailable("check: no reduce_cli beside the package, in its build tree or at $XR_REDUCE_CLI "
+                             "(xreduce built with XREDUCE_BUILD_APPS=OFF)")
 
 
 def check(backend: str = "all", *, kernels=None, sizes=None, seed: int = 1, full: bool = False) -> dict:

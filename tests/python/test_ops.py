@@ -128,6 +128,13 @@ def test_reducer_object(backend):
     assert r.reduce_segments(x, [0, 50, 100]).tolist() == [1225, 3725]
     assert any(k["kind"] == "auto" for k in r.kernels())
     assert any("rows" in k["layouts"] for k in r.segment_kernels())
+    rec = r.record(x, "argmax", repeat=3, warmup=1)
+    assert (rec.value, rec.index, rec.n, rec.op, rec.type, rec.backend) == (99, 99, 100, "argmax", "f64", backend)
+    assert rec.kernel.startswith("auto") and rec.launches >= 1 and "argmax" in repr(rec)
+    rec = r.record(np.float32([1, -4, 2]), "minmax")
+    assert (rec.value, rec.maximum) == (-4, 2)
+    with pytest.raises(ValueError, match="repeat"):
+        r.record(x, repeat=0)
 
 
 def test_other_array_objects():
