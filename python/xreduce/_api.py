@@ -97,6 +97,8 @@ def _acquire(x) -> _Array:
     elif hasattr(x, "__cuda_array_interface__"):
         _require_cuda()
         cai = x.__cuda_array_interface__
+        if cai.get("mask") is not None:
+            raise TypeError("xreduce does not reduce masked arrays (__cuda_array_interface__ with a mask)")
         if cai["typestr"] not in _CAI_TYPES:
             raise TypeError(f"xreduce does not reduce __cuda_array_interface__ type {cai['typestr']!r}")
         dtype = _CAI_TYPES[cai["typestr"]]
