@@ -484,44 +484,67 @@ def _require_cuda() -> None:
         raise BackendUnavailable("cuda backend unavailable: " + _xreduce_status("cuda")["reason"])
 
 
+def _torch_empty(a: _Array, count: int, dtype: str):
+    import torch
+    names = {"i8": "int8", "u8": "uint8", "i32": "int32", "u32": "uint32", "i64": "int64", "u64": "uint64",
+             "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
+    torch_dtype = getattr(torch, names[dtype], None)  # uint32 and uint64 came with PyTorch 2.3
+    if torch_dtype is None:
+        raise TypeError(f"this PyTorch has no {names[dtype]} tensors for xreduce's {dtype} results")
+    t = torch.empty(count, dtype=torch_dtype, device=f"cuda:{a.device_id}")
+    return t, t.data_ptr()
+
+
+def _torch_scalar(a: _Array, value, dtype: str):
+    import torch
+    host = torch.from_numpy(np.asarray(value, dtype=_numpy_dtype(dtype if dtype != "bf16" else "f32")))
+    if dtype == "bf16":
+        host = host.to(torch.bfloat16)
+    return host.to(f"cuda:{a.device_id}")
+
+
+def _cupy_empty(a: _Array, count: int, dtype: str):
+    import cupy
+    with cupy.cuda.Device(a.device_id):
+        t = cupy.empty(count, dtype=_numpy_dtype(dtype))
+    return t, t.data.ptr
+
+
+def _cupy_scalar(a: _Array, value, dtype: str):
+    import cupy
+    with cupy.cuda.Device(a.device_id):
+        return cupy.asarray(np.asarray(value, dtype=_numpy_dtype(dtype)))
+
+
+def _jax_scalar(a: _Array, value, dtype: str):
+    import jax
+    import jax.numpy as jnp
+    gpu = [d for d in jax.devices() if d.platform == "gpu" and d.id == a.device_id]
+    return jax.device_put(jnp.asarray(value, dtype=_numpy_dtype(dtype)), gpu[0] if gpu else None)
+
+
+# How results of CUDA arrays are made, by the array's library (its top-level module):
+# empty(array, count, dtype) -> (an uninitialised 1-D array on the array's device, its pointer),
+# scalar(array, value, dtype) -> a 0-d array on the array's device. None: not available.
+_DEVICE_RESULTS = {
+    "torch": (_torch_empty, _torch_scalar),
+    "cupy": (_cupy_empty, _cupy_scalar),
+    "jax": (None, _jax_scalar),
+    "jaxlib": (None, _jax_scalar),
+}
+
+
 def _device_empty(a: _Array, count: int, dtype: str):
-    """An uninitialised 1-D array of the input's library on the input's device, and its pointer."""
-    if a.library == "torch":
-        import torch
-        names = {"i8": "int8", "u8": "uint8", "i32": "int32", "u32": "uint32", "i64": "int64", "u64": "uint64",
-                 "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
-        torch_dtype = getattr(torch, names[dtype], None)  # uint32 and uint64 came with PyTorch 2.3
-        if torch_dtype is None:
-            raise TypeError(f"this PyTorch has no {names[dtype]} tensors for xreduce's {dtype} results")
-        t = torch.empty(count, dtype=torch_dtype, device=f"cuda:{a.device_id}")
-        return t, t.data_ptr()
-    if a.library == "cupy":
-        import cupy
-        with cupy.cuda.Device(a.device_id):
-            t = cupy.empty(count, dtype=_numpy_dtype(dtype))
-        return t, t.data.ptr
-    raise TypeError(f"xreduce returns device arrays of CuPy and PyTorch; reduce {a.library} arrays with "
-                    "axis=None, or pass them through one of those libraries (DLPack, no copy)")
+    empty = _DEVICE_RESULTS.get(a.library, (None, None))[0]
+    if empty is None:
+        raise TypeError(f"xreduce returns device arrays of CuPy and PyTorch; reduce {a.library} arrays with "
+                        "axis=None, or pass them through one of those libraries (DLPack, no copy)")
+    return empty(a, count, dtype)
 
 
 def _device_scalar(a: _Array, value, dtype: str):
-    """A 0-d array of the input's library on the input's device."""
-    if a.library == "torch":
-        import torch
-        host = torch.from_numpy(np.asarray(value, dtype=_numpy_dtype(dtype if dtype != "bf16" else "f32")))
-        if dtype == "bf16":
-            host = host.to(torch.bfloat16)
-        return host.to(f"cuda:{a.device_id}")
-    if a.library == "cupy":
-        import cupy
-        with cupy.cuda.Device(a.device_id):
-            return cupy.asarray(np.asarray(value, dtype=_numpy_dtype(dtype)))
-    if a.library in ("jax", "jaxlib"):
-        import jax
-        import jax.numpy as jnp
-        gpu = [d for d in jax.devices() if d.platform == "gpu" and d.id == a.device_id]
-        return jax.device_put(jnp.asarray(value, dtype=_numpy_dtype(dtype)), gpu[0] if gpu else None)
-    return _host_scalar(value, dtype)
+    scalar = _DEVICE_RESULTS.get(a.library, (None, None))[1]
+    return scalar(a, value, dtype) if scalar is not None else _host_scalar(value, dtype)
 
 
 def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
