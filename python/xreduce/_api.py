@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import math
 import os
 import subprocess
 import tempfile
@@ -37,13 +38,17 @@ def _bfloat16():
     return ml_dtypes.bfloat16
 
 
+_NUMPY_DTYPES = {name: np.dtype(t) for name, t in (("i8", np.int8), ("u8", np.uint8), ("i32", np.int32),
+                                                   ("u32", np.uint32), ("i64", np.int64), ("u64", np.uint64),
+                                                   ("f16", np.float16), ("f32", np.float32), ("f64", np.float64))}
+
+
 def _numpy_dtype(name: str):
     """The NumPy dtype of an xreduce type name; bf16 needs ml_dtypes (else f32, which holds it exactly)."""
     if name == "bf16":
         bf16 = _bfloat16()
-        return np.dtype(bf16) if bf16 is not None else np.dtype(np.float32)
-    return np.dtype({"i8": np.int8, "u8": np.uint8, "i32": np.int32, "u32": np.uint32, "i64": np.int64,
-                     "u64": np.uint64, "f16": np.float16, "f32": np.float32, "f64": np.float64}[name])
+        return np.dtype(bf16) if bf16 is not None else _NUMPY_DTYPES["f32"]
+    return _NUMPY_DTYPES[name]
 
 
 class _Array(NamedTuple):
@@ -79,7 +84,7 @@ def _acquire(x) -> _Array:
     library = _library(x)
     if isinstance(x, np.ndarray) and not x.dtype.isnative:
         raise TypeError(f"xreduce reads native byte order, not {x.dtype.str}: x.astype(x.dtype.newbyteorder('='))")
-    if isinstance(x, np.ndarray) and x.dtype.name == "bfloat16":
+    if isinstance(x, np.ndarray) and x.dtype.kind == "V" and x.dtype.name == "bfloat16":
         v = _xreduce.view(x.view(np.uint16), "bf16")
         return _Array(v, v.data, tuple(v.shape), tuple(v.strides), "bf16", _KDL_CPU, 0, 0, "numpy")
     if hasattr(x, "__dlpack_device__") and hasattr(x, "__dlpack__"):
@@ -105,7 +110,7 @@ def _acquire(x) -> _Array:
         size = np.dtype(cai["typestr"]).itemsize
         shape = tuple(cai["shape"])
         if cai.get("strides") is None:
-            strides = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
+            strides = tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
         else:
             if any(s % size for s in cai["strides"]):
                 raise ValueError("__cuda_array_interface__ strides that are not whole elements")
@@ -235,7 +240,7 @@ def _plan(a: _Array, axis, op: str) -> _Plan:
     ndim = len(a.shape)
     if ndim > 2:
         raise ValueError(f"xreduce reduces 1-D and 2-D arrays, not {ndim}-D; reshape the array (a view) first")
-    n = int(np.prod(a.shape, dtype=np.int64))
+    n = math.prod(a.shape)
     if ndim == 0:
         return _Plan("flat", 1)
     if ndim == 1:
@@ -337,7 +342,7 @@ class Reducer:
         a = _acquire(x)
         if not _is_contiguous(a):
             raise _not_in_place("record", a)
-        n = int(np.prod(a.shape, dtype=np.int64))
+        n = math.prod(a.shape)
         if a.device_type == _KDL_CUDA:
             return _xreduce.cuda_reduce(a.data, n, a.dtype, op, a.stream, exact, kernel, "wide", repeat, warmup)
         if self._reducer is None:
