@@ -61,9 +61,11 @@ echo "setup: build: $((SECONDS - start)) s"
 
 # pip install . over the build just made (scikit-build-core's build-dir): it reconfigures that
 # tree with the same settings, finds the extension, libxreduce and reduce_cli built, and
-# installs them, so that nothing compiles twice.
-start=$SECONDS
-generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt")
-CMAKE_GENERATOR=$generator "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
-  --no-deps --config-settings=build-dir="$(realpath "$build")" .
-echo "setup: python package: $((SECONDS - start)) s"
+# installs them, so that nothing compiles twice. -DXREDUCE_PYTHON=OFF leaves the package out.
+if grep -q '^XREDUCE_PYTHON:BOOL=ON$' "$build/CMakeCache.txt"; then
+  start=$SECONDS
+  generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt")
+  CMAKE_GENERATOR=$generator "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
+    --no-deps --config-settings=build-dir="$(realpath "$build")" .
+  echo "setup: python package: $((SECONDS - start)) s"
+fi
