@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Installs the Debian packages xreduce needs (when missing), then configures and builds it in
-# ${XR_BUILD_DIR:-build}. Extra arguments go to the CMake configure step.
+# Installs the Debian packages xreduce needs (when missing), makes the Python virtual environment
+# ${XR_VENV:-.venv} with the Python packages from PyPI, configures and builds xreduce in
+# ${XR_BUILD_DIR:-build} (the Python extension included), then installs the Python package into
+# the virtual environment from that build. Extra arguments go to the CMake configure step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # clang, libomp-dev (LLVM's OpenMP runtime and its Archer tool) and libclang-rt-dev serve the
 # ThreadSanitizer stage of scripts/test.sh (scripts/sanitize.sh); g++ brings ASan and UBSan.
 # Open MPI (libopenmpi-dev, openmpi-bin) builds xreduce::mpi and runs its tests with mpirun.
-# python3-matplotlib draws the plots (scripts/plot.py, reduce_cli --plot).
+# python3-matplotlib draws the plots (scripts/plot.py, reduce_cli --plot). python3-venv and
+# python3-dev (Python.h) build the Python package.
 packages=(cmake g++ make pkg-config opencl-headers ocl-icd-opencl-dev pocl-opencl-icd
           doctest-dev libcli11-dev nlohmann-json3-dev libmpfr-dev clang libomp-dev libclang-rt-dev
-          libopenmpi-dev openmpi-bin python3-matplotlib)
+          libopenmpi-dev openmpi-bin python3-matplotlib python3-venv python3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -41,8 +44,28 @@ if [[ -z ${CUDAARCHS:-} && "$*" != *CMAKE_CUDA_ARCHITECTURES* ]] && ! nvidia-smi
   cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES=90-virtual)
 fi
 
+# The Python package's build and test requirements, from PyPI into a virtual environment (pip
+# leaves those already there alone).
+venv=${XR_VENV:-.venv}
+start=$SECONDS
+[[ -x $venv/bin/python ]] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest hypothesis ml_dtypes
+echo "setup: python packages: $((SECONDS - start)) s"
+
 build=${XR_BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_arch[@]}" "$@"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_arch[@]}" -DXREDUCE_PYTHON=ON \
+  -DPython_EXECUTABLE="$(realpath "$venv")/bin/python" "$@"
 start=$SECONDS
 cmake --build "$build" -j "$(nproc)"
 echo "setup: build: $((SECONDS - start)) s"
+
+# pip install . over the build just made (scikit-build-core's build-dir): it reconfigures that
+# tree with the same settings, finds the extension, libxreduce and reduce_cli built, and
+# installs them, so that nothing compiles twice. -DXREDUCE_PYTHON=OFF leaves the package out.
+if grep -q '^XREDUCE_PYTHON:BOOL=ON$' "$build/CMakeCache.txt"; then
+  start=$SECONDS
+  generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$build/CMakeCache.txt")
+  CMAKE_GENERATOR=$generator "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
+    --no-deps --config-settings=build-dir="$(realpath "$build")" .
+  echo "setup: python package: $((SECONDS - start)) s"
+fi

@@ -1,0 +1,22 @@
+"""xreduce: reductions of arrays on CUDA, OpenCL and OpenMP, with exact sums.
+
+    import numpy as np, xreduce as xr
+    x = np.random.rand(1_000_000).astype(np.float32)
+    xr.sum(x, exact=True)        # the correctly rounded sum, the same bits on every backend
+
+Functions follow NumPy's names and conventions (sum, prod, min, max, argmin, argmax, minmax
+with axis, keepdims, out); reduce_segments reduces CSR segments; backends() and check() report
+what this machine can run and whether it computes what xreduce's semantics say. Arrays are
+read in place, never copied.
+"""
+
+from ._api import (BackendUnavailable, DeviceError, KernelBuildError, Reducer, Result, argmax, argmin, backends,
+                   check, max, min, minmax, prod, reduce_segments, sum)
+
+__version__ = "0.1.0"
+
+for _cls in (BackendUnavailable, DeviceError, KernelBuildError, Result):
+    _cls.__module__ = __name__
+
+__all__ = ["sum", "prod", "min", "max", "argmin", "argmax", "minmax", "reduce_segments", "backends", "check",
+           "Reducer", "Result", "BackendUnavailable", "DeviceError", "KernelBuildError", "__version__"]

@@ -1,0 +1,89 @@
+"""CuPy, PyTorch and JAX arrays: host ones on the host backends, CUDA ones on the CUDA backend
+ordered on the caller's stream. Each test skips, saying why, without the package or a GPU."""
+import numpy as np
+import pytest
+
+import xreduce as xr
+
+CUDA = next(s for s in xr.backends() if s["backend"] == "cuda")
+needs_cuda = pytest.mark.skipif(not CUDA["usable"], reason=f"CUDA backend not usable: {CUDA['reason']}")
+
+
+def test_cuda_unavailable_is_reported():
+    if CUDA["usable"]:
+        pytest.skip("a CUDA device is usable here")
+    with pytest.raises(xr.BackendUnavailable, match="cuda"):
+        xr.Reducer("cuda")
+
+
+def test_torch_host():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(10, dtype=torch.float32)
+    assert xr.sum(t) == 45
+    assert xr.max(torch.arange(4, dtype=torch.bfloat16)) == 3
+    np.testing.assert_array_equal(xr.sum(t.reshape(2, 5), axis=1), [10, 35])
+
+
+@needs_cuda
+def test_torch_cuda():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    t = torch.arange(1000, dtype=torch.float32, device="cuda")
+    s = xr.sum(t, exact=True)
+    assert isinstance(s, torch.Tensor) and s.device == t.device and s.ndim == 0 and s.item() == 499500
+    assert xr.argmax(t).item() == 999
+    rows = xr.sum(t.reshape(10, 100), axis=1)
+    assert rows.device == t.device and torch.equal(rows, t.reshape(10, 100).sum(dim=1))
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        u = torch.ones(1 << 20, device="cuda", dtype=torch.bfloat16)
+        assert xr.sum(u).item() == 1 << 20
+    off = torch.tensor([0, 10, 1000], device="cuda", dtype=torch.int64)
+    assert xr.reduce_segments(t, off).tolist() == [45, 499455]
+
+
+@needs_cuda
+def test_cupy_cuda():
+    cupy = pytest.importorskip("cupy")
+    x = cupy.arange(1000, dtype=cupy.int32)
+    s = xr.sum(x)
+    assert isinstance(s, cupy.ndarray) and int(s) == 499500
+    lo, hi = xr.minmax(x)
+    assert int(lo) == 0 and int(hi) == 999
+    assert cupy.array_equal(xr.max(x.reshape(10, 100), axis=0), x.reshape(10, 100).max(axis=0))
+
+
+def test_jax():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    x = jnp.arange(10, dtype=jnp.float32)
+    if x.devices().pop().platform == "gpu" and not CUDA["usable"]:
+        with pytest.raises(xr.BackendUnavailable):
+            xr.sum(x)
+        return
+    assert float(xr.sum(x)) == 45
+
+
+class FakeDLPackCuda:
+    """Says it lives on CUDA device 0; gives no capsule (xreduce must not ask without CUDA)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        raise AssertionError("asked for a capsule")
+
+
+class FakeCudaArrayInterface:
+    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (1 << 40, False), "version": 3}
+
+
+@pytest.mark.parametrize("array", [FakeDLPackCuda(), FakeCudaArrayInterface()], ids=["dlpack", "cai"])
+def test_device_array_without_cuda(array):
+    if CUDA["usable"]:
+        pytest.skip("a CUDA device is usable here")
+    with pytest.raises(xr.BackendUnavailable, match=CUDA["reason"].split(":")[0]):
+        xr.sum(array)
+    with pytest.raises(xr.BackendUnavailable):
+        xr.reduce_segments(array, [0, 4])

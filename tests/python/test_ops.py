@@ -1,0 +1,172 @@
+"""Every op x type x axis x layout against NumPy, on every host backend."""
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from conftest import DTYPES, HOST_BACKENDS, sample
+
+import xreduce as xr
+
+OPS = ["sum", "prod", "min", "max", "argmin", "argmax"]
+
+
+def numpy_ref(x, op, axis):
+    if op == "sum":
+        return np.sum(x.astype(np.float64) if x.dtype.kind == "f" else x, axis=axis)
+    if op == "prod":
+        return np.prod(x.astype(np.float64) if x.dtype.kind == "f" else x, axis=axis, dtype=x.dtype if x.dtype.kind in "iu" else None)
+    return getattr(np, op)(x, axis=axis)
+
+
+def layouts(x):
+    yield "C", x
+    yield "F", np.asfortranarray(x)
+    padded = np.zeros((x.shape[0], x.shape[1] + 3), dtype=x.dtype)
+    padded[:, : x.shape[1]] = x
+    yield "strided rows", padded[:, : x.shape[1]]
+    yield "every other row", np.repeat(x, 2, axis=0)[::2]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", OPS)
+def test_op_type_axis(backend, op, dtype):
+    rng = np.random.default_rng(7)
+    x2 = sample(dtype, (5, 7), rng, special=op in ("min", "max", "argmin", "argmax"))
+    if op == "prod":
+        x2 = np.where(x2 == 0, 1, np.sign(x2.astype(np.float64)) * 1).astype(dtype) if np.dtype(dtype).kind != "u" \
+            else np.ones((5, 7), dtype=dtype)
+    for axis in (None, 0, 1, -1):
+        for name, x in layouts(x2):
+            if op in ("argmin", "argmax") and not (
+                    axis is None or (axis in (1, -1) and name != "F") or (axis == 0 and name == "F")):
+                with pytest.raises(ValueError, match="contiguous"):
+                    getattr(xr, op)(x, axis=axis, backend=backend)
+                continue
+            got = getattr(xr, op)(x, axis=axis, backend=backend)
+            want = numpy_ref(x.astype(np.float32) if np.dtype(dtype).name == "bfloat16" else x, op, axis)
+            np.testing.assert_array_equal(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64),
+                                          err_msg=f"{op} {name} axis={axis}")
+    x1 = x2[0]
+    for axis in (None, 0, -1):
+        got = getattr(xr, op)(x1, axis=axis, backend=backend)
+        want = numpy_ref(x1.astype(np.float32) if np.dtype(dtype).name == "bfloat16" else x1, op, axis)
+        assert float(got) == float(want)
+    if op not in ("argmin", "argmax"):
+        got = getattr(xr, op)(x2[:, 1], backend=backend)  # a strided 1-D column, read in place
+        want = numpy_ref(x2[:, 1].astype(np.float32) if np.dtype(dtype).name == "bfloat16" else x2[:, 1], op, None)
+        assert float(got) == float(want)
+
+
+def test_result_types():
+    assert xr.sum(np.int8([1, 2])).dtype == np.int64
+    assert xr.sum(np.uint32([1, 2])).dtype == np.uint64
+    assert xr.sum(np.float16([1, 2])).dtype == np.float32
+    assert xr.prod(np.int8([100, 3])).dtype == np.int8 and xr.prod(np.int8([100, 3])) == np.int8(44)
+    assert xr.max(np.float16([1, 2])).dtype == np.float16
+    assert xr.argmax(np.float32([1, 2])).dtype == np.int64
+    assert isinstance(xr.sum(np.float32([1, 2])), np.float32)
+
+
+def test_nan_and_signed_zero(backend):
+    x = np.float64([1, np.nan, 3, np.nan])
+    assert np.isnan(xr.max(x, backend=backend)) and np.isnan(xr.min(x, backend=backend))
+    assert xr.argmax(x, backend=backend) == np.argmax(x) == 1
+    assert xr.argmin(x, backend=backend) == np.argmin(x) == 1
+    z = np.float32([-0.0, -0.0])
+    assert math.copysign(1, xr.sum(z, backend=backend)) == -1
+    assert math.copysign(1, xr.sum(np.float32([]), backend=backend)) == 1
+    assert xr.argmax(np.int32([3, 5, 5]), backend=backend) == 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exact_sums(backend, dtype):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(10001) * 10.0 ** rng.integers(-20, 20, 10001)).astype(dtype)
+    want = dtype(math.fsum(x.astype(np.float64))) if dtype == np.float64 else \
+        np.float32(float(sum(Fraction(float(v)) for v in x)))
+    got = xr.sum(x, exact=True, backend=backend)
+    assert got == want and got.dtype == dtype
+    m = x[:10000].reshape(100, 100)
+    rows = xr.sum(m, axis=1, exact=True, backend=backend)
+    for i in (0, 57, 99):
+        assert rows[i] == dtype(float(sum(Fraction(float(v)) for v in m[i])))
+
+
+def test_keepdims_and_out(backend):
+    m = np.arange(12, dtype=np.int64).reshape(3, 4)
+    assert xr.sum(m, axis=0, keepdims=True, backend=backend).shape == (1, 4)
+    assert xr.sum(m, axis=1, keepdims=True, backend=backend).shape == (3, 1)
+    assert xr.sum(m, keepdims=True, backend=backend).shape == (1, 1)
+    out = np.empty(4, dtype=np.int64)
+    assert xr.sum(m, axis=0, out=out, backend=backend) is out
+    np.testing.assert_array_equal(out, m.sum(axis=0))
+    lo, hi = xr.minmax(m, axis=1, backend=backend)
+    np.testing.assert_array_equal(lo, m.min(axis=1))
+    np.testing.assert_array_equal(hi, m.max(axis=1))
+
+
+def test_segments(backend):
+    x = np.arange(10, dtype=np.float32)
+    offsets = np.array([0, 3, 3, 10], dtype=np.int64)
+    np.testing.assert_array_equal(xr.reduce_segments(x, offsets, backend=backend), [3, 0, 42])
+    mx = xr.reduce_segments(x, offsets, "max", backend=backend)
+    assert mx[0] == 2 and mx[1] == -np.inf and mx[2] == 9
+    assert xr.reduce_segments(np.int32([1, 2, 3]), [0, 1, 3], backend=backend).dtype == np.int64
+    with pytest.raises(ValueError, match="decrease"):
+        xr.reduce_segments(x, [0, 5, 3, 10], backend=backend)
+    with pytest.raises(ValueError):
+        xr.reduce_segments(x, [0, 11], backend=backend)
+
+
+def test_reducer_object(backend):
+    r = xr.Reducer(backend)
+    assert r.backend == backend
+    x = np.arange(100, dtype=np.float64)
+    assert r.reduce(x) == 4950
+    assert r.reduce(x, "argmax") == 99
+    assert r.reduce_segments(x, [0, 50, 100]).tolist() == [1225, 3725]
+    assert any(k["kind"] == "auto" for k in r.kernels())
+    assert any("rows" in k["layouts"] for k in r.segment_kernels())
+    rec = r.record(x, "argmax", repeat=3, warmup=1)
+    assert (rec.value, rec.index, rec.n, rec.op, rec.type, rec.backend) == (99, 99, 100, "argmax", "f64", backend)
+    assert rec.kernel.startswith("auto") and rec.launches >= 1 and "argmax" in repr(rec)
+    rec = r.record(np.float32([1, -4, 2]), "minmax")
+    assert (rec.value, rec.maximum) == (-4, 2)
+    with pytest.raises(ValueError, match="repeat"):
+        r.record(x, repeat=0)
+
+
+def test_other_array_objects():
+    assert xr.sum(memoryview(np.int32([1, 2, 3]))) == 6
+    import array
+    assert xr.sum(array.array("d", [0.5, 0.25])) == 0.75
+    assert xr.max(np.float32(3.5)) == 3.5  # 0-d
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_minmax(backend, dtype):
+    x = sample(dtype, (6, 5), np.random.default_rng(11), special=True)
+    ref = x.astype(np.float32) if np.dtype(dtype).name == "bfloat16" else x
+    for axis in (None, 0, 1):
+        lo, hi = xr.minmax(x, axis=axis, backend=backend)
+        np.testing.assert_array_equal(np.asarray(lo, dtype=np.float64), np.min(ref, axis=axis).astype(np.float64))
+        np.testing.assert_array_equal(np.asarray(hi, dtype=np.float64), np.max(ref, axis=axis).astype(np.float64))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64])
+def test_whole_array_with_gaps(backend, dtype):
+    """axis=None of a 2-D array with gaps between its rows or columns: line by line, in place."""
+    rng = np.random.default_rng(5)
+    for trial in range(20):
+        base = rng.integers(-3, 3, size=(6, 9)).astype(dtype)  # many ties
+        if dtype != np.int32 and trial % 3 == 0:
+            base[rng.integers(0, 6, 2), rng.integers(0, 9, 2)] = np.nan
+        for x in (base[:, :7], np.asfortranarray(base)[:5], np.asfortranarray(base), base[::2]):
+            for op in ("argmin", "argmax", "min", "max", "sum"):
+                got = getattr(xr, op)(x, backend=backend)
+                want = getattr(np, op)(x)
+                assert got == want or (np.isnan(got) and np.isnan(want)), (op, x.flags, got, want)
+            if dtype != np.int32 and not x.flags.c_contiguous and not x.flags.f_contiguous:
+                with pytest.raises(ValueError, match="exact"):
+                    xr.sum(x, exact=True, backend=backend)
