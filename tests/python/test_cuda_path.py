@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import xreduce as xr
-from xreduce import _api
+from xreduce import _api, _arrays, _device
 
 LIBRARY = __name__.split(".")[0]
 
@@ -61,20 +61,22 @@ class Stand_in:
 
 
 def _empty(a, count, dtype):
-    t = np.empty(count, dtype=_api._numpy_dtype(dtype))
+    t = np.empty(count, dtype=_arrays._numpy_dtype(dtype))
     return t, t.ctypes.data
 
 
 def _scalar(a, value, dtype):
-    return np.asarray(value, dtype=_api._numpy_dtype(dtype))  # 0-d, as a device library's scalar
+    return np.asarray(value, dtype=_arrays._numpy_dtype(dtype))  # 0-d, as a device library's scalar
 
 
 @pytest.fixture
 def streams(monkeypatch):
     seen = []
-    monkeypatch.setattr(_api, "_xreduce", Stand_in(_api._xreduce, seen))
-    monkeypatch.setattr(_api, "_status_cache", {})
-    monkeypatch.setitem(_api._DEVICE_RESULTS, LIBRARY, (_empty, _scalar))
+    stand_in = Stand_in(_api._xreduce, seen)
+    for module in (_api, _arrays, _device):
+        monkeypatch.setattr(module, "_xreduce", stand_in)
+    monkeypatch.setattr(_arrays, "_status_cache", {})
+    monkeypatch.setitem(_device._DEVICE_RESULTS, LIBRARY, (_empty, _scalar))
     return seen
 
 

@@ -1,0 +1,156 @@
+"""Arrays on a CUDA device: results made by the array's own library on its device, and the CUDA
+entry points called on the caller's stream."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from . import _xreduce
+from ._arrays import (_BACKENDS, _HOST_ORDER, _KDL_CUDA, _Array, _acquire, _host_scalar, _not_in_place, _numpy_dtype,
+                      _plan, _xreduce_status)
+from ._xreduce import BackendUnavailable
+
+# One reducer per (backend, device), made on first use: device discovery and kernel builds
+# happen once; a Reducer serves concurrent calls one after the other (xreduce/reducer.hpp).
+_reducers: dict = {}
+_reducers_lock = threading.Lock()
+
+
+def _shared_reducer(backend: str, device) -> _xreduce.Reducer:
+    key = (backend, "" if device is None else str(device))
+    with _reducers_lock:
+        r = _reducers.get(key)
+        if r is None:
+            r = _reducers[key] = _xreduce.Reducer(backend, -1, key[1])
+        return r
+
+
+def _host_backend(backend: str) -> str:
+    if backend not in ("auto",) + _BACKENDS:
+        raise ValueError(f"backend must be 'auto', 'cuda', 'opencl' or 'omp', not {backend!r}")
+    if backend == "cuda":
+        raise ValueError("backend='cuda' reduces arrays on a CUDA device (CuPy, PyTorch, JAX, ...); "
+                         "this array is in host memory: use 'omp' or 'opencl'")
+    if backend != "auto":
+        return backend
+    reasons = []
+    for name in _HOST_ORDER:
+        status = _xreduce_status(name)
+        if status["usable"]:
+            return name
+        reasons.append(f"{name}: {status['reason']}")
+    raise BackendUnavailable("no host backend is usable: " + "; ".join(reasons))
+
+
+def _torch_empty(a: _Array, count: int, dtype: str):
+    import torch
+    names = {"i8": "int8", "u8": "uint8", "i32": "int32", "u32": "uint32", "i64": "int64", "u64": "uint64",
+             "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
+    torch_dtype = getattr(torch, names[dtype], None)  # uint32 and uint64 came with PyTorch 2.3
+    if torch_dtype is None:
+        raise TypeError(f"this PyTorch has no {names[dtype]} tensors for xreduce's {dtype} results")
+    t = torch.empty(count, dtype=torch_dtype, device=f"cuda:{a.device_id}")
+    return t, t.data_ptr()
+
+
+def _torch_scalar(a: _Array, value, dtype: str):
+    import torch
+    host = torch.from_numpy(np.asarray(value, dtype=_numpy_dtype(dtype if dtype != "bf16" else "f32")))
+    if dtype == "bf16":
+        host = host.to(torch.bfloat16)
+    return host.to(f"cuda:{a.device_id}")
+
+
+def _cupy_empty(a: _Array, count: int, dtype: str):
+    import cupy
+    with cupy.cuda.Device(a.device_id):
+        t = cupy.empty(count, dtype=_numpy_dtype(dtype))
+    return t, t.data.ptr
+
+
+def _cupy_scalar(a: _Array, value, dtype: str):
+    import cupy
+    with cupy.cuda.Device(a.device_id):
+        return cupy.asarray(np.asarray(value, dtype=_numpy_dtype(dtype)))
+
+
+def _jax_scalar(a: _Array, value, dtype: str):
+    import jax
+    import jax.numpy as jnp
+    gpu = [d for d in jax.devices() if d.platform == "gpu" and d.id == a.device_id]
+    return jax.device_put(jnp.asarray(value, dtype=_numpy_dtype(dtype)), gpu[0] if gpu else None)
+
+
+# How results of CUDA arrays are made, by the array's library (its top-level module):
+# empty(array, count, dtype) -> (an uninitialised 1-D array on the array's device, its pointer),
+# scalar(array, value, dtype) -> a 0-d array on the array's device. None: not available.
+_DEVICE_RESULTS = {
+    "torch": (_torch_empty, _torch_scalar),
+    "cupy": (_cupy_empty, _cupy_scalar),
+    "jax": (None, _jax_scalar),
+    "jaxlib": (None, _jax_scalar),
+}
+
+
+def _device_empty(a: _Array, count: int, dtype: str):
+    empty = _DEVICE_RESULTS.get(a.library, (None, None))[0]
+    if empty is None:
+        raise TypeError(f"xreduce returns device arrays of CuPy and PyTorch; reduce {a.library} arrays with "
+                        "axis=None, or pass them through one of those libraries (DLPack, no copy)")
+    return empty(a, count, dtype)
+
+
+def _device_scalar(a: _Array, value, dtype: str):
+    scalar = _DEVICE_RESULTS.get(a.library, (None, None))[1]
+    return scalar(a, value, dtype) if scalar is not None else _host_scalar(value, dtype)
+
+
+def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
+    if backend not in ("auto", "cuda"):
+        raise ValueError(f"backend={backend!r}: this array is on a CUDA device; use 'cuda' or 'auto'")
+    plan = _plan(a, axis, op)
+    ops = ("min", "max") if op == "minmax" and plan.kind != "flat" else (op,)
+    results = []
+    for o in ops:
+        if plan.kind == "flat" and o == "minmax":  # one read for both
+            r = _xreduce.cuda_reduce(a.data, plan.n, a.dtype, o, a.stream, False, kernel)
+            results += [_device_scalar(a, r.value, r.dtype), _device_scalar(a, r.maximum, r.dtype)]
+        elif plan.kind == "lines":
+            raise _not_in_place(f"{op} with axis=None of a CUDA array", a)
+        elif plan.kind == "flat":
+            r = _xreduce.cuda_reduce(a.data, plan.n, a.dtype, o, a.stream, exact, kernel)
+            value = r.index if o in ("argmin", "argmax") else r.value
+            results.append(_device_scalar(a, value, "i64" if o in ("argmin", "argmax") else r.dtype))
+        else:
+            if o in ("argmin", "argmax"):
+                raise ValueError(f"{o} with an axis: xreduce's segmented reductions take sum, prod, min and max")
+            count = plan.cols if plan.axis == 0 else plan.rows
+            dtype = _xreduce.result_dtype(o, a.dtype)
+            values, ptr = _device_empty(a, count, dtype)
+            _xreduce.cuda_reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order, plan.axis, o,
+                                      ptr, a.stream, exact, kernel)
+            results.append(values[0] if len(a.shape) == 1 else values)
+    if keepdims:
+        shape_of = (lambda v: [1] * len(a.shape)) if axis is None else \
+            (lambda v: list(v.shape[:axis]) + [1] + list(v.shape[axis:]))
+        results = [v.reshape(shape_of(v)) for v in results]
+    if out is not None:
+        outs = tuple(out) if op == "minmax" else (out,)
+        for o, v in zip(outs, results):
+            o[...] = v
+        results = list(outs)
+    return tuple(results) if op == "minmax" else results[0]
+
+
+def _cuda_segments(a: _Array, offsets, op, exact, kernel):
+    o = _acquire(offsets)
+    if o.device_type != _KDL_CUDA or o.dtype != "i64" or len(o.shape) != 1 or (o.shape[0] > 1 and o.strides[0] != 1):
+        raise TypeError("offsets of a CUDA array: a contiguous 1-D int64 array on the same device")
+    if o.shape[0] < 1:
+        raise ValueError("offsets must hold at least one value ([0] is no segments)")
+    count = o.shape[0] - 1
+    values, ptr = _device_empty(a, count, _xreduce.result_dtype(op, a.dtype))
+    _xreduce.cuda_reduce_segments(a.data, a.shape[0], a.dtype, o.data, count, op, ptr, a.stream, exact, kernel)
+    return values
