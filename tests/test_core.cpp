@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "xreduce/reference.hpp"
+#include "xreduce/segments.hpp"
 #include "xreduce/xreduce.hpp"
 
 using namespace xr;
@@ -308,6 +309,68 @@ TEST_CASE("a plain float sum that overflows where the exact sum is finite is an 
   const Agreement same = check_result(r, inf_ref);
   CHECK(same.ok);
   CHECK_FALSE(same.overflow);
+}
+
+TEST_CASE("float products whose partial products overflow in some orders: NaN, inf, 0 or the product") {
+  const auto product_of = [](const Reference& ref, double value) {
+    Result r;
+    r.value = ref.value.type == DType::F32 ? Scalar::of(static_cast<float>(value)) : Scalar::of(value);
+    r.n = ref.n;
+    r.type = ref.type;
+    r.op = Op::Prod;
+    return check_result(r, ref);
+  };
+  constexpr double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // 3e38 x 3e38 x 0: NaN in this order (as NumPy), 0 in the order 3e38 x 0 x 3e38.
+  const std::vector<float> f = {3e38f, 3e38f, 0.0f};
+  const Reference rf = reference_reduce(HostArray::of(std::span<const float>(f)), Op::Prod);
+  CHECK(rf.order_dependent);
+  const std::vector<double> d = {1e308, 1e308, 0.0};
+  const Reference rd = reference_reduce(HostArray::of(std::span<const double>(d)), Op::Prod);
+  CHECK(rd.order_dependent);
+  for (const Reference* ref : {&rf, &rd}) {
+    for (const double v : {nan, inf, -inf, 0.0, -0.0}) CHECK_MESSAGE(product_of(*ref, v).ok, product_of(*ref, v).detail);
+    CHECK_FALSE(product_of(*ref, 5.0).ok);  // no order gives a finite value other than the product
+  }
+  // A factor below 1: inf in one order, NaN after an underflow to 0 in another, 1 in a third.
+  const std::vector<double> mixed = {1e300, 1e300, 1e-300, 1e-300};
+  const Reference rm = reference_reduce(HostArray::of(std::span<const double>(mixed)), Op::Prod);
+  CHECK(rm.order_dependent);
+  CHECK(product_of(rm, 1.0).ok);
+  CHECK(product_of(rm, inf).ok);
+  CHECK_FALSE(product_of(rm, 1e10).ok);
+  // Every factor at least 1: the product only grows, its overflow is every order's.
+  const std::vector<float> growing = {3e38f, 3e38f, 2.0f};
+  const Reference rg = reference_reduce(HostArray::of(std::span<const float>(growing)), Op::Prod);
+  CHECK_FALSE(rg.order_dependent);
+  CHECK(std::isinf(rg.value.f));
+  CHECK(product_of(rg, inf).ok);
+  CHECK_FALSE(product_of(rg, nan).ok);
+  // Far from the range's ends: the product, within its bound, and no special value.
+  const std::vector<float> tame = {1e30f, 1e-30f, 0.0f, 3.0f};
+  const Reference rt = reference_reduce(HostArray::of(std::span<const float>(tame)), Op::Prod);
+  CHECK_FALSE(rt.order_dependent);
+  CHECK(product_of(rt, 0.0).ok);
+  CHECK_FALSE(product_of(rt, nan).ok);
+  // Per segment: only the segment that can overflow is order-dependent.
+  const std::vector<float> both = {3e38f, 3e38f, 0.0f, 2.0f, 0.5f};
+  const std::vector<std::int64_t> offsets = {0, 3, 5};
+  SegmentLayout layout;
+  layout.kind = SegmentKind::Offsets;
+  layout.count = offsets.size() - 1;
+  layout.offsets = offsets.data();
+  const SegmentReference rs = reference_segments(HostArray::of(std::span<const float>(both)), layout, Op::Prod);
+  REQUIRE(rs.order_dependent.size() == 2);
+  CHECK(rs.order_dependent[0]);
+  CHECK_FALSE(rs.order_dependent[1]);
+  SegmentedResult got;
+  got.kind = SegmentKind::Offsets;
+  got.values = HostBuffer(DType::F32, 2);
+  got.values.as<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  got.values.as<float>()[1] = 1.0f;
+  CHECK(check_segments(got, rs, false).ok());
+  got.values.as<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_FALSE(check_segments(got, rs, false).ok());
 }
 
 TEST_CASE("f16 and bf16: exact widening, rounding to nearest even, limits and text") {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "pipeline.hpp"
+#include "product_range.hpp"
 #include "segment_device.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/reference.hpp"
@@ -26,6 +27,7 @@ SegmentReference reference_segments(HostArray data, const SegmentLayout& layout,
   ref.length.resize(layout.count);
   const bool float_sum = op == Op::Sum && is_float(data.type);
   if (is_float(data.type) && (op == Op::Sum || op == Op::Prod)) ref.magnitude.resize(layout.count);
+  if (is_float(data.type) && op == Op::Prod) ref.order_dependent.resize(layout.count);
   visit_dtype(data.type, [&](auto zero) {
     using T = decltype(zero);
     const T* x = static_cast<const T*>(data.data);
@@ -65,9 +67,14 @@ SegmentReference reference_segments(HostArray data, const SegmentLayout& layout,
           ref.magnitude[i] = magnitude;
         } else if (len && op == Op::Prod) {
           long double product = 1;
-          for (std::uint64_t k = 0; k < len; ++k) product *= static_cast<C>(seg[k]);
+          detail::ProductRange<C> range;
+          for (std::uint64_t k = 0; k < len; ++k) {
+            product *= static_cast<C>(seg[k]);
+            range.add(static_cast<C>(seg[k]));
+          }
           v = Scalar::of<C>(static_cast<C>(product));
           ref.magnitude[i] = std::fabs(static_cast<double>(product));
+          ref.order_dependent[i] = range.order_dependent();
         }
       }
       if (len && !(is_float(data.type) && (op == Op::Sum || op == Op::Prod))) {
@@ -111,6 +118,7 @@ SegmentAgreement check_segments(const SegmentedResult& result, const SegmentRefe
     expected.op = ref.op;
     expected.type = ref.type;
     if (!ref.magnitude.empty()) expected.magnitude = ref.magnitude[i];
+    if (!ref.order_dependent.empty()) expected.order_dependent = ref.order_dependent[i] != 0;
     return check_result(r, expected, exact);
   };
   std::uint64_t agree = 0, first_bad = a.count;

@@ -24,6 +24,10 @@ struct Reference {
   std::int64_t index = -1;  // argmin, argmax: the index of the first occurrence
   Scalar maximum;           // minmax: the max
   double magnitude = 0;  // sum |x| for float sums, |value| for float products
+  // Float products: some order of multiplication overflows the result type on its way where
+  // another does not (a factor below 1 or a zero then comes before or after the overflow), so
+  // the order decides between an infinity, NaN (inf x 0), a zero and the rounded product.
+  bool order_dependent = false;
   // Float sums: the exact sum before its rounding (states of disjoint parts merge into the
   // whole's: a distributed reference, xr::mpi::reference_reduce).
   std::optional<ExactSum::Raw> exact_state;
@@ -49,7 +53,9 @@ struct Agreement {
 
 // Integers, min, max and the pair ops compare exactly (NaN equals NaN; indices and the max too). Float sums allow
 // (d + 1) * u * sum|x| + u * |ref|, with d the result's rounding_depth (n when unknown) and u
-// the unit roundoff of the result type; float products (d + 1) * u * |ref|.
+// the unit roundoff of the result type; float products (d + 1) * u * |ref|, and where the
+// reference is order_dependent also an infinity, NaN or a zero (each is some order's product,
+// rounded after every step as NumPy and every backend round it).
 // A plain float sum that is not finite where the reference is finite: `overflow`.
 // With `exact` (RunOptions::exact), float sums must match the reference bit for bit; the
 // detail then says by how many ulps they differ.
@@ -64,6 +70,7 @@ XR_API std::uint64_t ulp_distance(const Scalar& a, const Scalar& b);
 struct SegmentReference {
   HostBuffer values;
   std::vector<double> magnitude;      // float sums: sum |x|, float products: |product|; else empty
+  std::vector<std::uint8_t> order_dependent;  // float products: Reference::order_dependent; else empty
   std::vector<std::uint64_t> length;  // elements of each segment
   Op op = Op::Sum;
   DType type = DType::F32;            // input type
