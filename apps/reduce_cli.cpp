@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check.hpp"
@@ -62,8 +63,19 @@ struct Args {
   std::string plot;  // --plot FILE: the ladder drawn by plot.py (with --kernel all)
   // Segmented reductions (segmented.hpp).
   std::string shape, stride, order = "c", axis = "1", segments, seg_len, seg_dist, offsets, save_result;
-  bool axis_given = false;
+  bool axis_given = false, order_given = false;
 };
+
+// The first segmented option given ("--shape", ...); empty when none is.
+std::string segmented_option(const Args& a) {
+  const std::pair<bool, const char*> options[] = {
+      {!a.shape.empty(), "--shape"},       {!a.segments.empty(), "--segments"}, {!a.offsets.empty(), "--offsets"},
+      {a.axis_given, "--axis"},            {!a.stride.empty(), "--stride"},     {a.order_given, "--order"},
+      {!a.seg_len.empty(), "--seg-len"},   {!a.seg_dist.empty(), "--seg-dist"}, {!a.save_result.empty(), "--save-result"}};
+  for (const auto& [given, name] : options)
+    if (given) return name;
+  return {};
+}
 
 // A streamed source that shows "label: 1.2 GiB of 4.0 GiB (30%)" at most five times a second.
 class SourceProgress {
@@ -147,6 +159,9 @@ class App {
     refuse(args_.kernel == "all" || args_.kernel == "list", "--kernel " + args_.kernel);
     refuse(!args_.save.empty(), "--save");
     refuse(!args_.plot.empty(), "--plot");
+    if (const std::string option = segmented_option(args_); !option.empty())
+      throw InvalidArgument(option + " is for a segmented reduction, which runs in one process; under mpirun the "
+                                     "ranks reduce one array (--n or a 1-D --input) to one value");
     DistributedJob job;
     job.backend = args_.backend == "all" ? "auto" : args_.backend;
     job.device.platform = platform_;
@@ -608,6 +623,7 @@ int main(int argc, char** argv) {
     a.n_given = cli.count("--n") > 0;
     a.share_given = cli.count("--share") > 0;
     a.axis_given = cli.count("--axis") > 0;
+    a.order_given = cli.count("--order") > 0;
   } catch (const CLI::CallForHelp& e) {
     return cli.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
