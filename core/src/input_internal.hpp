@@ -1,14 +1,24 @@
 // Inputs opened once: what a descriptor is, and reading it front to back (io.cpp). Shared by
-// io.cpp and source.cpp; not installed.
+// io.cpp, npy.cpp and source.cpp; not installed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
+#include "xreduce/error.hpp"
 #include "xreduce/io.hpp"
 
 namespace xr::input {
+
+// InputError "name: problem".
+[[noreturn]] void fail(const std::string& name, const std::string& problem);
+
+inline std::string quoted(std::string_view text) { return "'" + printable(text) + "'"; }
+inline std::string type_text(DType t) { return std::string(to_string(t)); }
+inline std::string count(std::uint64_t v) { return std::to_string(v); }
 
 enum class Kind { Regular, Stream, Device, Directory };  // Stream: a pipe, FIFO or socket
 
@@ -45,6 +55,9 @@ FileLayout inspect_regular(int fd, const std::string& name, std::uint64_t size, 
 
 // The format `format` resolves to for the regular file `fd` (its first bytes, then its name).
 FileFormat resolve_regular(int fd, const std::string& name, FileFormat format);
+
+// Writes a header's bytes, then the array's, to `path`.
+void write_file(const std::string& path, const void* header, std::size_t header_bytes, HostArray data);
 
 // Reads `fd` from where it stands, once, into memory. `size`: the bytes left in a regular
 // file (checked against a .npy header before any data is read); nullopt for a stream.
