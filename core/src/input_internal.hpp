@@ -20,7 +20,9 @@ inline std::string quoted(std::string_view text) { return "'" + printable(text) 
 inline std::string type_text(DType t) { return std::string(to_string(t)); }
 inline std::string count(std::uint64_t v) { return std::to_string(v); }
 
-enum class Kind { Regular, Stream, Device, Directory };  // Stream: a pipe, FIFO or socket
+// Stream: a pipe, FIFO or socket. Unsized: a regular file that reports 0 bytes yet holds data
+// (procfs, sysfs), read to its end as a stream is.
+enum class Kind { Regular, Stream, Device, Unsized };
 
 // An open descriptor, closed with its owner.
 class Descriptor {
@@ -48,6 +50,9 @@ struct Opened {
 // What `fd` is. Throws InputError for a directory, and for a device unless `bounded` (a device
 // may never end).
 Opened classify(int fd, const std::string& name, bool bounded);
+
+// InvalidArgument: `path`, of `kind` (not Regular), cannot be read in place.
+[[noreturn]] void refuse_in_place(const std::string& path, Kind kind);
 
 // Where the elements of the regular file `fd` (at offset 0) lie: inspect_file's checks.
 FileLayout inspect_regular(int fd, const std::string& name, std::uint64_t size, std::optional<DType> type,

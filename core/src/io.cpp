@@ -209,11 +209,28 @@ Descriptor open_path(const std::string& path, bool nonblocking) {
   return Descriptor(fd);
 }
 
+namespace {
+
+// True when `fd` has no byte at offset 0 (a read error counts as a byte: reading it will say so).
+bool empty_at_start(int fd) {
+  char byte;
+  ssize_t got;
+  do {
+    got = ::pread(fd, &byte, 1, 0);
+  } while (got < 0 && errno == EINTR);
+  return got == 0;
+}
+
+}  // namespace
+
 Opened classify(int fd, const std::string& name, bool bounded) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) fail(name, std::string("cannot stat: ") + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) fail(name, "is a directory");
-  if (S_ISREG(st.st_mode)) return {Kind::Regular, static_cast<std::uint64_t>(st.st_size)};
+  if (S_ISREG(st.st_mode)) {
+    if (st.st_size == 0 && !empty_at_start(fd)) return {Kind::Unsized, 0};
+    return {Kind::Regular, static_cast<std::uint64_t>(st.st_size)};
+  }
   if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
     if (!bounded)
       fail(name, std::string(S_ISCHR(st.st_mode) ? "a character" : "a block") +
@@ -221,6 +238,13 @@ Opened classify(int fd, const std::string& name, bool bounded) {
     return {Kind::Device, 0};
   }
   return {Kind::Stream, 0};
+}
+
+void refuse_in_place(const std::string& path, Kind kind) {
+  throw InvalidArgument(printable(path, 256) +
+                        (kind == Kind::Unsized ? ": reports a size of 0 bytes yet holds data (procfs, sysfs)"
+                                               : ": not a regular file (a pipe, FIFO, socket or device)") +
+                        ": it cannot be read in place; load_file reads it into memory");
 }
 
 FileFormat resolve_regular(int fd, const std::string& name, FileFormat format) {
@@ -311,10 +335,7 @@ FileFormat parse_file_format(std::string_view text) {
 FileLayout inspect_file(const std::string& path, std::optional<DType> type, FileFormat format) {
   const input::Descriptor fd = input::open_path(path, true);
   const input::Opened what = input::classify(fd.get(), path, true);
-  if (what.kind != input::Kind::Regular)
-    throw InvalidArgument(printable(path, 256) +
-                          ": not a regular file (a pipe, FIFO, socket or device): it cannot be read in place; "
-                          "load_file reads it into memory");
+  if (what.kind != input::Kind::Regular) input::refuse_in_place(path, what.kind);
   return input::inspect_regular(fd.get(), path, what.size, type, format);
 }
 
