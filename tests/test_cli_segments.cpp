@@ -4,7 +4,9 @@
 
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_run.hpp"
@@ -136,4 +138,15 @@ TEST_CASE("segmented errors: one line, exit 2") {
   const Run r = cli("--backend omp --offsets " + bad);
   CHECK(r.code == 2);
   CHECK_MESSAGE(r.out.find("position 2") != std::string::npos, r.out);
+}
+
+TEST_CASE("rows of no columns give the identity whatever their stride") {
+  const json dense = run_json("--shape 5x0 --axis 1");
+  for (const std::string extra : {"--stride 0", "--stride 3", "--stride 3 --exact", "--stride 3 --op prod"}) {
+    const json j = run_json("--shape 5x0 --axis 1 " + extra);
+    CHECK_MESSAGE(j[0].at("count") == 5, extra);
+    CHECK_MESSAGE(j[0].at("agree") == 5, extra);
+    if (extra.find("prod") == std::string::npos) CHECK(j[0].at("first_values") == dense[0].at("first_values"));
+    else CHECK(j[0].at("first_values") == "1 1 1 ...");
+  }
 }
