@@ -159,6 +159,7 @@ class App {
     refuse(args_.kernel == "all" || args_.kernel == "list", "--kernel " + args_.kernel);
     refuse(!args_.save.empty(), "--save");
     refuse(!args_.plot.empty(), "--plot");
+    refuse_device_options();
     if (const std::string option = segmented_option(args_); !option.empty())
       throw InvalidArgument(option + " is for a segmented reduction, which runs in one process; under mpirun the "
                                      "ranks reduce one array (--n or a 1-D --input) to one value");
@@ -196,6 +197,7 @@ class App {
     parse_dist(args_.dist);
     if (args_.share_given) throw InvalidArgument("--share splits the input over MPI ranks: run under mpirun");
     if (args_.list) return list();
+    refuse_device_options();
     options_.kernel = args_.kernel;
     options_.accumulator = args_.accumulator == "native" ? Accumulator::Native : Accumulator::Wide;
     options_.exact = args_.exact;
@@ -205,6 +207,9 @@ class App {
                              : HostPath::Stream;
     op_ = parse_op(args_.op);
     if (segmented_requested(args_.shape, args_.segments, args_.offsets, args_.axis_given)) return segmented();
+    if (const std::string option = segmented_option(args_); !option.empty() && option != "--save-result")
+      throw InvalidArgument(option + " shapes a segmented reduction; give --shape, --segments, --offsets or --axis "
+                                     "(a whole-array reduction has no rows or segments)");
     if (!args_.save_result.empty()) throw InvalidArgument("--save-result writes the values of a segmented reduction "
                                                           "(--shape, --segments, --offsets or --axis)");
     load_input();
@@ -278,6 +283,14 @@ class App {
   Op op_ = Op::Sum;
   HostBuffer input_;                   // the input, unless it comes from file_
   std::unique_ptr<ChunkSource> file_;  // --input: a raw or .npy file streamed chunk by chunk, or one read whole
+
+  // --device and --platform pick a GPU or OpenCL device: given where none is picked, an error.
+  void refuse_device_options() const {
+    if (!args_.device.empty() && args_.backend == "omp")
+      throw InvalidArgument("--device picks a CUDA or OpenCL device; the omp backend runs on this host's CPU");
+    if (!args_.platform.empty() && args_.backend != "opencl" && args_.backend != "all")
+      throw InvalidArgument("--platform picks an OpenCL platform; it does not apply to the " + args_.backend + " backend");
+  }
 
   // Every numeric option, each in its range; empty values never get here (main refuses them).
   void read_numbers() {
@@ -382,6 +395,8 @@ class App {
     s.shape = args_.shape;
     s.stride = args_.stride;
     s.order = args_.order;
+    s.order_given = args_.order_given;
+    s.axis_given = args_.axis_given;
     s.axis = args_.axis;
     s.segments = args_.segments;
     s.seg_len = args_.seg_len;
