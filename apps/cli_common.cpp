@@ -32,6 +32,9 @@ std::uint64_t parse_whole(const std::string& text, const std::string& option, st
   return v;
 }
 
+// 2^64, the first count past the largest.
+constexpr long double kTwoTo64 = 18446744073709551616.0L;
+
 std::uint64_t parse_count(const std::string& text, const std::string& option) {
   const auto bad = [&]() -> std::uint64_t {
     throw InvalidArgument(option + ": cannot read " + shown(text) + " as a count (examples: 16777216, 16M, 2^24, 1e6)");
@@ -48,8 +51,8 @@ std::uint64_t parse_count(const std::string& text, const std::string& option) {
     } catch (const std::logic_error&) {
       return bad();
     }
-    long double v = std::pow(static_cast<long double>(base), static_cast<long double>(exp));
-    if (v > 1.8e19L) throw InvalidArgument(option + ": " + shown(text) + " is above 2^64 - 1");
+    const long double v = std::pow(static_cast<long double>(base), static_cast<long double>(exp));
+    if (!(v < kTwoTo64)) throw InvalidArgument(option + ": " + shown(text) + " is above 2^64 - 1");
     return static_cast<std::uint64_t>(v);
   }
   std::string digits = text;
@@ -70,9 +73,15 @@ std::uint64_t parse_count(const std::string& text, const std::string& option) {
   } catch (const std::logic_error&) {
     return bad();
   }
+  if (scale == 1 && digits.find_first_not_of("0123456789") == std::string::npos) {  // plain digits: exact
+    std::uint64_t whole = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), whole);
+    if (ec == std::errc::result_out_of_range) throw InvalidArgument(option + ": " + shown(text) + " is above 2^64 - 1");
+    return whole;
+  }
   v *= scale;
-  if (!(v >= 0) || v > 1.8e19L || v != std::floor(v))
-    throw InvalidArgument(option + ": " + shown(text) + " is not a whole count up to 2^64 - 1");
+  if (!(v >= 0) || v != std::floor(v)) throw InvalidArgument(option + ": " + shown(text) + " is not a whole count");
+  if (!(v < kTwoTo64)) throw InvalidArgument(option + ": " + shown(text) + " is above 2^64 - 1");
   return static_cast<std::uint64_t>(v);
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check.hpp"
@@ -62,8 +63,19 @@ struct Args {
   std::string plot;  // --plot FILE: the ladder drawn by plot.py (with --kernel all)
   // Segmented reductions (segmented.hpp).
   std::string shape, stride, order = "c", axis = "1", segments, seg_len, seg_dist, offsets, save_result;
-  bool axis_given = false;
+  bool axis_given = false, order_given = false;
 };
+
+// The first segmented option given ("--shape", ...); empty when none is.
+std::string segmented_option(const Args& a) {
+  const std::pair<bool, const char*> options[] = {
+      {!a.shape.empty(), "--shape"},       {!a.segments.empty(), "--segments"}, {!a.offsets.empty(), "--offsets"},
+      {a.axis_given, "--axis"},            {!a.stride.empty(), "--stride"},     {a.order_given, "--order"},
+      {!a.seg_len.empty(), "--seg-len"},   {!a.seg_dist.empty(), "--seg-dist"}, {!a.save_result.empty(), "--save-result"}};
+  for (const auto& [given, name] : options)
+    if (given) return name;
+  return {};
+}
 
 // A streamed source that shows "label: 1.2 GiB of 4.0 GiB (30%)" at most five times a second.
 class SourceProgress {
@@ -147,6 +159,10 @@ class App {
     refuse(args_.kernel == "all" || args_.kernel == "list", "--kernel " + args_.kernel);
     refuse(!args_.save.empty(), "--save");
     refuse(!args_.plot.empty(), "--plot");
+    refuse_device_options();
+    if (const std::string option = segmented_option(args_); !option.empty())
+      throw InvalidArgument(option + " is for a segmented reduction, which runs in one process; under mpirun the "
+                                     "ranks reduce one array (--n or a 1-D --input) to one value");
     DistributedJob job;
     job.backend = args_.backend == "all" ? "auto" : args_.backend;
     job.device.platform = platform_;
@@ -181,6 +197,7 @@ class App {
     parse_dist(args_.dist);
     if (args_.share_given) throw InvalidArgument("--share splits the input over MPI ranks: run under mpirun");
     if (args_.list) return list();
+    refuse_device_options();
     options_.kernel = args_.kernel;
     options_.accumulator = args_.accumulator == "native" ? Accumulator::Native : Accumulator::Wide;
     options_.exact = args_.exact;
@@ -190,6 +207,9 @@ class App {
                              : HostPath::Stream;
     op_ = parse_op(args_.op);
     if (segmented_requested(args_.shape, args_.segments, args_.offsets, args_.axis_given)) return segmented();
+    if (const std::string option = segmented_option(args_); !option.empty() && option != "--save-result")
+      throw InvalidArgument(option + " shapes a segmented reduction; give --shape, --segments, --offsets or --axis "
+                                     "(a whole-array reduction has no rows or segments)");
     if (!args_.save_result.empty()) throw InvalidArgument("--save-result writes the values of a segmented reduction "
                                                           "(--shape, --segments, --offsets or --axis)");
     load_input();
@@ -263,6 +283,14 @@ class App {
   Op op_ = Op::Sum;
   HostBuffer input_;                   // the input, unless it comes from file_
   std::unique_ptr<ChunkSource> file_;  // --input: a raw or .npy file streamed chunk by chunk, or one read whole
+
+  // --device and --platform pick a GPU or OpenCL device: given where none is picked, an error.
+  void refuse_device_options() const {
+    if (!args_.device.empty() && args_.backend == "omp")
+      throw InvalidArgument("--device picks a CUDA or OpenCL device; the omp backend runs on this host's CPU");
+    if (!args_.platform.empty() && args_.backend != "opencl" && args_.backend != "all")
+      throw InvalidArgument("--platform picks an OpenCL platform; it does not apply to the " + args_.backend + " backend");
+  }
 
   // Every numeric option, each in its range; empty values never get here (main refuses them).
   void read_numbers() {
@@ -367,6 +395,8 @@ class App {
     s.shape = args_.shape;
     s.stride = args_.stride;
     s.order = args_.order;
+    s.order_given = args_.order_given;
+    s.axis_given = args_.axis_given;
     s.axis = args_.axis;
     s.segments = args_.segments;
     s.seg_len = args_.seg_len;
@@ -608,6 +638,7 @@ int main(int argc, char** argv) {
     a.n_given = cli.count("--n") > 0;
     a.share_given = cli.count("--share") > 0;
     a.axis_given = cli.count("--axis") > 0;
+    a.order_given = cli.count("--order") > 0;
   } catch (const CLI::CallForHelp& e) {
     return cli.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -59,6 +60,15 @@ std::vector<std::uint64_t> segment_lengths(const SegmentedArgs& a, std::uint64_t
   return lengths;
 }
 
+// Generated data: `n` elements of `t`, at most half of this machine's memory.
+HostBuffer generate_checked(DType t, std::uint64_t n, const SegmentedArgs& a, const std::string& option) {
+  const std::uint64_t memory = host_memory_bytes() / 2;
+  if (n > memory / size_of(t))
+    throw InvalidArgument(option + ": " + std::to_string(n) + " " + std::string(to_string(t)) +
+                          " elements need more than " + format_bytes(memory) + ", half of this machine's memory");
+  return generate(t, n, a.dist, a.seed);
+}
+
 // A run of one strategy on one backend.
 struct Run {
   std::string backend, device;
@@ -92,10 +102,18 @@ int run_segmented(const SegmentedArgs& a) {
   const bool by_axis = !a.shape.empty() || (a.segments.empty() && a.offsets.empty());
   if (by_axis && (!a.segments.empty() || !a.offsets.empty()))
     throw InvalidArgument("--shape (or a 2-D .npy) and --segments/--offsets are two different reductions: give one");
+  const char* lengths_option = !a.seg_len.empty() ? "--seg-len" : !a.seg_dist.empty() ? "--seg-dist" : nullptr;
+  const char* layout_option = !a.stride.empty() ? "--stride" : a.order_given ? "--order" : nullptr;
   if (by_axis) {
     if (a.order != "c" && a.order != "fortran") throw InvalidArgument("--order: " + shown(a.order) + " is neither c nor fortran");
+    if (lengths_option)
+      throw InvalidArgument(std::string(lengths_option) + " gives the lengths of generated segments (--segments); "
+                            "a 2-D array's rows and columns have theirs");
     if (!a.input.empty()) {
       if (!a.shape.empty()) throw InvalidArgument("--shape is for generated data; a .npy file carries its own");
+      if (layout_option)
+        throw InvalidArgument(std::string(layout_option) + " lays out a generated array (--shape); a .npy file "
+                              "carries its own layout");
       const FileLayout fl = inspect_file(a.input, a.type, a.format);
       if (fl.shape.size() != 2)
         throw InvalidArgument(a.input + ": --axis reduces a 2-D .npy; this input has " +
@@ -108,30 +126,45 @@ int run_segmented(const SegmentedArgs& a) {
       shape = {rows, cols, a.stride.empty() ? 0 : parse_count(a.stride, "--stride"),
                a.order == "c" ? Order::C : Order::Fortran};
       const std::uint64_t span = axis_layout(shape, 0).span();
-      data = generate(a.type.value_or(DType::F32), span, a.dist, a.seed);
+      data = generate_checked(a.type.value_or(DType::F32), span, a, "--shape");
       what = std::string(to_string(a.dist)) + ", seed " + std::to_string(a.seed);
     }
     layout = axis_layout(shape, axis);
     what = std::to_string(shape.rows) + "x" + std::to_string(shape.cols) + (shape.order == Order::C ? " C" : " Fortran") +
            " array (" + what + "), axis " + std::to_string(axis) + ": " + std::to_string(layout.count) + " values";
   } else {
+    if (layout_option || a.axis_given)
+      throw InvalidArgument(std::string(layout_option ? layout_option : "--axis") +
+                            " is for a 2-D array (--shape or a 2-D .npy); segments of 1-D data have no rows");
     if (!a.offsets.empty()) {
       if (!a.segments.empty()) throw InvalidArgument("--offsets gives the segments; --segments generates them: give one");
+      if (lengths_option)
+        throw InvalidArgument(std::string(lengths_option) + " gives the lengths of generated segments (--segments); "
+                              "--offsets gives them from a file");
       const HostBuffer o = load_file(a.offsets, DType::I64, FileFormat::Auto);
       if (o.type() != DType::I64) throw InvalidArgument(a.offsets + ": offsets are int64 (.npy '<i8' or raw)");
       offsets.assign(o.as<std::int64_t>(), o.as<std::int64_t>() + o.size());
     } else {
       const auto lengths = segment_lengths(a, parse_count(a.segments, "--segments"));
+      constexpr auto kMaxTotal = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
       offsets.push_back(0);
-      for (auto l : lengths) offsets.push_back(offsets.back() + static_cast<std::int64_t>(l));
+      for (auto l : lengths) {
+        const auto at = static_cast<std::uint64_t>(offsets.back());
+        if (l > kMaxTotal - at)
+          throw InvalidArgument("--segments " + a.segments + " with " + (a.seg_len.empty() ? "--seg-dist " + a.seg_dist
+                                                                                            : "--seg-len " + a.seg_len) +
+                                ": the segments' total length passes 2^63 - 1 elements (at segment " +
+                                std::to_string(offsets.size() - 1) + ")");
+        offsets.push_back(static_cast<std::int64_t>(at + l));
+      }
     }
     if (!a.input.empty()) {
       data = load_file(a.input, a.type, a.format);
       what = a.input;
     } else {
       if (!offsets.empty() && offsets.back() < 0) check_offsets(offsets, 0);
-      data = generate(a.type.value_or(DType::F32), offsets.empty() ? 0 : static_cast<std::uint64_t>(offsets.back()), a.dist,
-                      a.seed);
+      data = generate_checked(a.type.value_or(DType::F32),
+                              offsets.empty() ? 0 : static_cast<std::uint64_t>(offsets.back()), a, "--segments");
       what = std::string(to_string(a.dist)) + ", seed " + std::to_string(a.seed);
     }
     check_offsets(offsets, data.size());

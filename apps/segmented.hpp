@@ -25,7 +25,9 @@ struct SegmentedArgs {
   std::string shape;                  // "RxC": generated data
   std::string stride;                 // elements between rows (C) or columns (Fortran); empty: dense
   std::string order = "c";            // c or fortran, of generated data
+  bool order_given = false;           // --order on the command line
   std::string axis = "1";
+  bool axis_given = false;            // --axis on the command line
   std::string segments;               // a count of generated segments
   std::string seg_len;                // every segment's length
   std::string seg_dist;               // uniform:A:B or lognormal:MEAN[:MAX]

@@ -372,6 +372,26 @@ TEST_CASE("devices are refused unless --n bounds them; directories are refused w
   CHECK(nlohmann::json::parse(bounded.out).at(0).at("n").get<std::uint64_t>() == 1000);
 }
 
+TEST_CASE("a file that reports 0 bytes yet holds data is read to its end, as a pipe is") {
+  if (!fs::exists("/proc/self/cmdline")) {
+    MESSAGE("skipped: this system has no /proc/self/cmdline");
+    return;
+  }
+  // reduce_cli's own command line: its arguments, each ended by a NUL.
+  const std::vector<std::string> argv = {XR_REDUCE_CLI, "--backend", "omp", "--repeat", "1", "--warmup", "0",
+                                         "--json", "--input", "/proc/self/cmdline", "--type", "u8"};
+  std::uint64_t sum = 0, bytes = 0;
+  for (const auto& arg : argv) {
+    for (const char c : arg) sum += static_cast<unsigned char>(c);
+    bytes += arg.size() + 1;
+  }
+  const Run r = shell(kCli + "--json --input /proc/self/cmdline --type u8");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const nlohmann::json j = nlohmann::json::parse(r.out).at(0);
+  CHECK(j.at("n").get<std::uint64_t>() == bytes);
+  CHECK(j.at("value").get<std::string>() == std::to_string(sum));
+}
+
 TEST_CASE("malformed text and .npy inputs exit 2 with one short line, never with a wrong value") {
   const std::string f8 = xr_npy_test::bytes_of<double>({1.5, 2.5, 4.0});
   const std::vector<std::pair<std::string, std::string>> cases = {

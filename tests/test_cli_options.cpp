@@ -87,3 +87,28 @@ TEST_CASE("the largest accepted values run, or a device refuses them with one li
     CHECK_MESSAGE((r.code == 0 || (r.code == 2 && one_error_line(r.out))), args, " -> ", r.out);
   }
 }
+
+TEST_CASE("options that do not apply here are refused, not ignored") {
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--stride 8", "--stride shapes a segmented reduction"},
+           {"--order fortran", "--order shapes a segmented reduction"},
+           {"--seg-len 3", "--seg-len shapes a segmented reduction"},
+           {"--seg-dist uniform:1:2", "--seg-dist shapes a segmented reduction"},
+           {"--device 0", "--device picks a CUDA or OpenCL device; the omp backend"},
+           {"--platform 0", "--platform picks an OpenCL platform"}})
+    expect_refused(kBase + args, says);
+}
+
+TEST_CASE("counts: whole numbers up to 2^64 - 1, and the message says which bound was passed") {
+  for (const auto& [value, says] : std::vector<std::pair<std::string, std::string>>{
+           {"18446744073709551616", "is above 2^64 - 1"},
+           {"99999999999999999999", "is above 2^64 - 1"},
+           {"2^64", "is above 2^64 - 1"},
+           {"1e20", "is above 2^64 - 1"},
+           {"16777216T", "is above 2^64 - 1"},
+           {"1.5", "is not a whole count"},
+           {"0.3K", "is not a whole count"}})
+    expect_refused(kBase + "--n " + value, says);
+  // 2^64 - 1 itself is a count: what refuses it is the memory it needs.
+  expect_refused(kBase + "--n 18446744073709551615", "half of this machine's memory");
+}

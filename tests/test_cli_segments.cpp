@@ -4,7 +4,9 @@
 
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_run.hpp"
@@ -136,4 +138,49 @@ TEST_CASE("segmented errors: one line, exit 2") {
   const Run r = cli("--backend omp --offsets " + bad);
   CHECK(r.code == 2);
   CHECK_MESSAGE(r.out.find("position 2") != std::string::npos, r.out);
+}
+
+TEST_CASE("segmented options that do not apply to the reduction asked for are refused") {
+  const std::string npy = matrix_npy("layout.npy", 3, 4, false);
+  const auto offsets = (fs::path(XR_TEST_TMP) / "apply_offsets.npy").string();
+  const std::vector<std::int64_t> o{0, 2, 5};
+  xr::save_npy(offsets, xr::HostArray::of(std::span<const std::int64_t>(o)));
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--shape 4x4 --seg-len 2", "--seg-len gives the lengths of generated segments"},
+           {"--shape 4x4 --seg-dist uniform:1:2", "--seg-dist gives the lengths of generated segments"},
+           {"--input " + npy + " --axis 0 --stride 8", "--stride lays out a generated array"},
+           {"--input " + npy + " --axis 0 --order fortran", "--order lays out a generated array"},
+           {"--segments 3 --seg-len 2 --stride 4", "--stride is for a 2-D array"},
+           {"--segments 3 --seg-len 2 --order fortran", "--order is for a 2-D array"},
+           {"--segments 3 --seg-len 2 --axis 0", "--axis is for a 2-D array"},
+           {"--offsets " + offsets + " --seg-len 2", "--offsets gives them from a file"}}) {
+    const Run r = cli("--backend omp " + args);
+    CHECK_MESSAGE(r.code == 2, args, ": ", r.out);
+    CHECK_MESSAGE(one_error_line(r.out), args, ": ", r.out);
+    CHECK_MESSAGE(r.out.find(says) != std::string::npos, args, ": ", r.out);
+  }
+}
+
+TEST_CASE("rows of no columns give the identity whatever their stride") {
+  const json dense = run_json("--shape 5x0 --axis 1");
+  for (const std::string extra : {"--stride 0", "--stride 3", "--stride 3 --exact", "--stride 3 --op prod"}) {
+    const json j = run_json("--shape 5x0 --axis 1 " + extra);
+    CHECK_MESSAGE(j[0].at("count") == 5, extra);
+    CHECK_MESSAGE(j[0].at("agree") == 5, extra);
+    if (extra.find("prod") == std::string::npos) CHECK(j[0].at("first_values") == dense[0].at("first_values"));
+    else CHECK(j[0].at("first_values") == "1 1 1 ...");
+  }
+}
+
+TEST_CASE("generated segments whose total length passes 2^63 - 1 are refused by that total") {
+  for (const std::string args : {"--segments 64 --seg-dist uniform:0:2^62", "--segments 3 --seg-len 2^62"}) {
+    const Run r = cli("--backend omp " + args);
+    CHECK_MESSAGE(r.code == 2, args, ": ", r.out);
+    CHECK_MESSAGE(one_error_line(r.out), args, ": ", r.out);
+    CHECK_MESSAGE(r.out.find("total length passes 2^63 - 1") != std::string::npos, args, ": ", r.out);
+    CHECK_MESSAGE(r.out.find("offsets") == std::string::npos, args, ": ", r.out);
+  }
+  const Run big = cli("--backend omp --segments 2 --seg-len 2^61");
+  CHECK(big.code == 2);
+  CHECK_MESSAGE(big.out.find("half of this machine's memory") != std::string::npos, big.out);
 }

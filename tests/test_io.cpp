@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <thread>
@@ -249,6 +250,31 @@ TEST_CASE("directories, devices and pipes: refused with their name, bounded, or 
     CHECK(x.as<std::int32_t>()[1] == 7);
   }
   CHECK_THROWS_WITH_AS(FileSource("/dev/zero", DType::F32), doctest::Contains("not a regular file"), InvalidArgument);
+}
+
+TEST_CASE("a file that reports 0 bytes yet holds data is read to its end; an empty file stays empty") {
+  const std::string proc = "/proc/self/cmdline";
+  if (fs::exists(proc)) {
+    std::ifstream in(proc, std::ios::binary);
+    const std::string want{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    REQUIRE(!want.empty());
+    const HostBuffer x = load_file(proc, DType::U8);
+    REQUIRE(x.size() == want.size());
+    CHECK(std::memcmp(x.data(), want.data(), want.size()) == 0);
+    const auto opened = open_input(proc, DType::U8);
+    CHECK(opened->size() == want.size());
+    CHECK(opened->memory() != nullptr);
+    CHECK_THROWS_WITH_AS(FileSource(proc, DType::U8), doctest::Contains("reports a size of 0 bytes yet holds data"),
+                         InvalidArgument);
+    CHECK_THROWS_WITH_AS(inspect_file(proc, DType::U8), doctest::Contains("cannot be read in place"), InvalidArgument);
+  } else {
+    MESSAGE("skipped the procfs part: this system has no " << proc);
+  }
+  const auto empty = scratch("empty.bin");
+  write_bytes(empty, "");
+  CHECK(load_file(empty.string(), DType::U8).size() == 0);
+  CHECK(FileSource(empty.string(), DType::U8).size() == 0);
+  CHECK(open_input(empty.string(), DType::U8)->memory() == nullptr);
 }
 
 TEST_CASE("--n-style bounds: at most the first elements of any input") {

@@ -1,5 +1,4 @@
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,20 +17,17 @@
 #include <vector>
 
 #include "input_internal.hpp"
+#include "npy.hpp"
+#include "reader.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/io.hpp"
 
 namespace xr {
 namespace input {
+
+void fail(const std::string& name, const std::string& problem) { throw InputError(printable(name, 256) + ": " + problem); }
+
 namespace {
-
-[[noreturn]] void fail(const std::string& name, const std::string& problem) {
-  throw InputError(printable(name, 256) + ": " + problem);
-}
-
-std::string quoted(std::string_view text) { return "'" + printable(text) + "'"; }
-std::string type_text(DType t) { return std::string(to_string(t)); }
-std::string count(std::uint64_t v) { return std::to_string(v); }
 
 // Inputs read whole into memory may take half of the machine's memory.
 std::uint64_t memory_cap() { return host_memory_bytes() / 2; }
@@ -42,115 +38,10 @@ void check_fits_memory(std::uint64_t bytes, const std::string& name, const std::
                    format_bytes(memory_cap() * 2));
 }
 
-// Reads a descriptor front to back through a buffer: what was read to detect the format is
-// read again from the buffer, never from the input.
-class Reader {
- public:
-  Reader(int fd, std::string name) : fd_(fd), name_(std::move(name)), buf_(std::size_t{1} << 16) {}
-
-  // Up to `n` bytes ahead (fewer only at the end), without consuming them.
-  std::string_view peek(std::size_t n) {
-    while (end_ - pos_ < n && fill()) {
-    }
-    return {buf_.data() + pos_, std::min(n, end_ - pos_)};
-  }
-
-  // Copies up to `n` bytes; fewer only at the end.
-  std::uint64_t read(void* dst, std::uint64_t n) {
-    auto* out = static_cast<char*>(dst);
-    std::uint64_t done = 0;
-    while (done < n) {
-      if (pos_ == end_) {
-        if (n - done >= buf_.size()) {  // large reads go straight to dst
-          const std::size_t got = read_some(out + done, static_cast<std::size_t>(std::min<std::uint64_t>(n - done, 1u << 26)));
-          if (got == 0) break;
-          done += got;
-          consumed_ += got;
-          continue;
-        }
-        if (!fill()) break;
-      }
-      const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(n - done, end_ - pos_));
-      std::memcpy(out + done, buf_.data() + pos_, take);
-      pos_ += take;
-      consumed_ += take;
-      done += take;
-    }
-    return done;
-  }
-
-  bool at_end() { return pos_ == end_ && !fill(); }
-  std::uint64_t offset() const { return consumed_; }
-
-  enum class Line { Read, End, TooLong };
-  // The next line without its '\n' (the last may lack it); TooLong past `max` bytes.
-  Line line(std::string& text, std::size_t max) {
-    text.clear();
-    if (pos_ == end_ && !fill()) return Line::End;
-    for (;;) {
-      const char* begin = buf_.data() + pos_;
-      const std::size_t avail = end_ - pos_;
-      const auto* newline = static_cast<const char*>(std::memchr(begin, '\n', avail));
-      const std::size_t take = newline ? static_cast<std::size_t>(newline - begin) : avail;
-      if (text.size() + take > max) {  // what fits is kept, for the caller's checks
-        text.append(begin, max - text.size());
-        return Line::TooLong;
-      }
-      text.append(begin, take);
-      pos_ += take + (newline ? 1 : 0);
-      consumed_ += take + (newline ? 1 : 0);
-      if (newline || !fill()) return Line::Read;
-    }
-  }
-
- private:
-  // Appends what the input gives to the buffer; false at its end.
-  bool fill() {
-    if (eof_) return false;
-    if (pos_ == end_) pos_ = end_ = 0;
-    if (end_ == buf_.size()) {  // keep the unread part, make room after it
-      std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
-      end_ -= pos_;
-      pos_ = 0;
-      if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
-    }
-    const std::size_t got = read_some(buf_.data() + end_, buf_.size() - end_);
-    if (got == 0) {
-      eof_ = true;
-      return false;
-    }
-    end_ += got;
-    return true;
-  }
-
-  std::size_t read_some(char* dst, std::size_t n) {
-    for (;;) {
-      const ssize_t got = ::read(fd_, dst, n);
-      if (got >= 0) return static_cast<std::size_t>(got);
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {  // a non-blocking descriptor: wait for data
-        pollfd p{fd_, POLLIN, 0};
-        ::poll(&p, 1, -1);
-        continue;
-      }
-      fail(name_, "read error at byte " + count(consumed_) + ": " + std::strerror(errno));
-    }
-  }
-
-  int fd_;
-  std::string name_;
-  std::vector<char> buf_;
-  std::size_t pos_ = 0, end_ = 0;
-  bool eof_ = false;
-  std::uint64_t consumed_ = 0;
-};
-
 bool ends_with(const std::string& s, const char* suffix) {
   const std::size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
-
-constexpr std::string_view kNpyMagic("\x93NUMPY", 6);
 
 // Auto: .npy by the magic in the first bytes, then by the name.
 FileFormat resolve(Reader& r, const std::string& name, FileFormat format) {
@@ -159,178 +50,6 @@ FileFormat resolve(Reader& r, const std::string& name, FileFormat format) {
   if (ends_with(name, ".npy")) return FileFormat::Npy;  // reports the bad magic
   if (ends_with(name, ".txt") || ends_with(name, ".csv")) return FileFormat::Text;
   return FileFormat::Raw;
-}
-
-// ---- .npy -----------------------------------------------------------------------------------
-
-// The largest header accepted (numpy writes a few hundred bytes; it reads at most 10,000 by default).
-constexpr std::uint64_t kMaxNpyHeader = 65536;
-
-struct NpyHeader {
-  DType type = DType::F32;
-  std::string descr;
-  std::uint64_t n = 1;
-  std::uint64_t data_at = 0;
-  std::vector<std::uint64_t> shape;
-  bool fortran_order = false;
-};
-
-// The header dict, parsed as the Python literal it is: {'descr': '<f4', 'fortran_order':
-// False, 'shape': (3, 4), } with each key once, in any order; nothing else.
-class NpyDict {
- public:
-  NpyDict(std::string_view text, const std::string& name) : h_(text), name_(name) {}
-
-  NpyHeader parse() {
-    NpyHeader out;
-    bool have_descr = false, have_order = false, have_shape = false;
-    expect('{', "the header is no dict");
-    for (;;) {
-      if (eat('}')) break;
-      const std::string key = string_literal("a key that is not a string");
-      expect(':', "no ':' after " + quoted(key));
-      bool* seen = key == "descr" ? &have_descr : key == "fortran_order" ? &have_order : key == "shape" ? &have_shape : nullptr;
-      if (!seen) bad("unknown key " + quoted(key) + " (expected 'descr', 'fortran_order' and 'shape')");
-      if (*seen) bad(quoted(key) + " twice");
-      *seen = true;
-      if (key == "descr") out.descr = string_literal("'descr' is not a string");
-      else if (key == "fortran_order") out.fortran_order = fortran_order();
-      else out.n = shape(out.shape);
-      if (eat('}')) break;
-      expect(',', "no ',' or '}' after the value of " + quoted(key));
-    }
-    skip_space();
-    if (pos_ != h_.size()) bad("text after the dict");
-    for (const auto& [have, key] : {std::pair{have_descr, "descr"}, {have_order, "fortran_order"}, {have_shape, "shape"}})
-      if (!have) bad(std::string("no '") + key + "'");
-    std::string supported;
-    for (const TypeInfo& t : type_table) {
-      if (t.npy.empty()) continue;  // bf16: no .npy dtype
-      if (out.descr == t.npy) {
-        out.type = t.type;
-        return out;
-      }
-      supported += (supported.empty() ? "'" : " '") + std::string(t.npy) + "'";
-    }
-    fail(name_, "unsupported .npy dtype " + quoted(out.descr) + " (supported: " + supported + ")");
-  }
-
- private:
-  [[noreturn]] void bad(const std::string& problem) {
-    fail(name_, "malformed .npy header: " + problem + " (at byte " + count(pos_) + " of " + quoted(h_) + ")");
-  }
-  void skip_space() {
-    while (pos_ < h_.size() && (h_[pos_] == ' ' || h_[pos_] == '\t' || h_[pos_] == '\n' || h_[pos_] == '\r')) ++pos_;
-  }
-  bool eat(char c) {
-    skip_space();
-    if (pos_ < h_.size() && h_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c, const std::string& problem) {
-    if (!eat(c)) bad(problem);
-  }
-  std::string string_literal(const std::string& problem) {
-    skip_space();
-    if (pos_ >= h_.size() || (h_[pos_] != '\'' && h_[pos_] != '"')) bad(problem);
-    const char quote = h_[pos_++];
-    const std::size_t begin = pos_;
-    for (; pos_ < h_.size() && h_[pos_] != quote; ++pos_) {
-      const auto c = static_cast<unsigned char>(h_[pos_]);
-      if (c < 0x20 || c == 0x7f) bad("a control character in a string");
-      if (c == '\\') bad("an escape in a string");
-    }
-    if (pos_ >= h_.size()) bad("an unterminated string");
-    return std::string(h_.substr(begin, pos_++ - begin));
-  }
-  std::string_view word() {
-    skip_space();
-    const std::size_t begin = pos_;
-    while (pos_ < h_.size() && (std::isalnum(static_cast<unsigned char>(h_[pos_])) || h_[pos_] == '_')) ++pos_;
-    return h_.substr(begin, pos_ - begin);
-  }
-  bool fortran_order() {
-    const std::string_view w = word();
-    if (w != "True" && w != "False") bad("'fortran_order' is not True or False");
-    return w == "True";
-  }
-  // A tuple of non-negative integers: (), (3,), (3, 4), (3, 4,). The product of the dimensions.
-  std::uint64_t shape(std::vector<std::uint64_t>& dims_out) {
-    expect('(', "'shape' is not a tuple");
-    const std::size_t open = pos_ - 1;
-    std::uint64_t n = 1, dims = 0;
-    bool comma = true;  // a dimension may follow
-    for (;;) {
-      if (eat(')')) break;
-      if (!comma) bad("'shape' is not a tuple of integers separated by commas");
-      const std::string_view digits = word();
-      if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-          (digits.size() > 1 && digits[0] == '0'))
-        bad("'shape' holds something other than a non-negative integer");
-      std::uint64_t dim = 0;
-      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), dim);
-      if (ec != std::errc() || end != digits.data() + digits.size()) bad("a 'shape' dimension beyond 2^64");
-      if (dim != 0 && n > std::numeric_limits<std::uint64_t>::max() / 8 / dim)
-        fail(name_, ".npy shape too large: " + quoted(h_.substr(open, pos_ - open)) + "...");
-      n *= dim;
-      ++dims;
-      dims_out.push_back(dim);
-      comma = eat(',');
-    }
-    if (dims == 1 && !comma) bad("'shape' (n) is no tuple; one dimension is written (n,)");
-    return n;
-  }
-
-  std::string_view h_;
-  const std::string& name_;
-  std::size_t pos_ = 0;
-};
-
-// The preamble and header of a .npy input at the reader's start. `size`: the file's bytes,
-// when known, which the header must fit in.
-NpyHeader read_npy_header(Reader& r, const std::string& name, std::optional<std::uint64_t> size) {
-  unsigned char pre[12] = {};
-  const std::uint64_t got = r.read(pre, 10);
-  if (got < 10) fail(name, "truncated .npy: " + count(got) + " bytes, shorter than its preamble");
-  if (std::memcmp(pre, kNpyMagic.data(), kNpyMagic.size()) != 0) fail(name, "not a .npy file (bad magic)");
-  const int major = pre[6];
-  std::uint64_t header_len = 0, header_at = 10;
-  if (major == 1) {
-    header_len = pre[8] | (pre[9] << 8);
-  } else if (major == 2 || major == 3) {
-    if (r.read(pre + 10, 2) < 2) fail(name, "truncated .npy: 11 bytes, shorter than its preamble");
-    header_len = pre[8] | (pre[9] << 8) | (std::uint64_t(pre[10]) << 16) | (std::uint64_t(pre[11]) << 24);
-    header_at = 12;
-  } else {
-    fail(name, "unsupported .npy format version " + std::to_string(major));
-  }
-  if (header_len > kMaxNpyHeader)
-    fail(name, "a .npy header of " + count(header_len) + " bytes, more than the " + count(kMaxNpyHeader) +
-                   " this reader accepts");
-  if (size && header_at + header_len > *size) fail(name, "truncated .npy: header runs past the end of the file");
-  std::string header(header_len, '\0');
-  if (r.read(header.data(), header_len) < header_len) fail(name, "truncated .npy: header runs past the end of the input");
-  NpyHeader h = NpyDict(header, name).parse();
-  h.data_at = header_at + header_len;
-  return h;
-}
-
-void check_type(const NpyHeader& h, std::optional<DType> type, const std::string& name) {
-  if (type && *type != h.type)
-    fail(name, "--type " + type_text(*type) + " disagrees with the file's dtype '" + h.descr + "'");
-}
-
-// A regular file's elements against its header: neither fewer bytes nor more.
-void check_npy_size(const NpyHeader& h, std::uint64_t size, const std::string& name) {
-  const std::uint64_t want = h.n * size_of(h.type);
-  if (size - h.data_at < want)
-    fail(name, "truncated: ends at byte " + count(size) + "; the header says " + count(h.n) +
-                   " elements, which need bytes " + count(h.data_at) + " to " + count(h.data_at + want));
-  if (size - h.data_at > want)
-    fail(name, count(size - h.data_at - want) + " unexpected bytes after the " + count(h.n) + " elements");
 }
 
 FileLayout raw_layout(const std::string& name, std::uint64_t size, std::optional<DType> type) {
@@ -490,11 +209,28 @@ Descriptor open_path(const std::string& path, bool nonblocking) {
   return Descriptor(fd);
 }
 
+namespace {
+
+// True when `fd` has no byte at offset 0 (a read error counts as a byte: reading it will say so).
+bool empty_at_start(int fd) {
+  char byte;
+  ssize_t got;
+  do {
+    got = ::pread(fd, &byte, 1, 0);
+  } while (got < 0 && errno == EINTR);
+  return got == 0;
+}
+
+}  // namespace
+
 Opened classify(int fd, const std::string& name, bool bounded) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) fail(name, std::string("cannot stat: ") + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) fail(name, "is a directory");
-  if (S_ISREG(st.st_mode)) return {Kind::Regular, static_cast<std::uint64_t>(st.st_size)};
+  if (S_ISREG(st.st_mode)) {
+    if (st.st_size == 0 && !empty_at_start(fd)) return {Kind::Unsized, 0};
+    return {Kind::Regular, static_cast<std::uint64_t>(st.st_size)};
+  }
   if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
     if (!bounded)
       fail(name, std::string(S_ISCHR(st.st_mode) ? "a character" : "a block") +
@@ -502,6 +238,13 @@ Opened classify(int fd, const std::string& name, bool bounded) {
     return {Kind::Device, 0};
   }
   return {Kind::Stream, 0};
+}
+
+void refuse_in_place(const std::string& path, Kind kind) {
+  throw InvalidArgument(printable(path, 256) +
+                        (kind == Kind::Unsized ? ": reports a size of 0 bytes yet holds data (procfs, sysfs)"
+                                               : ": not a regular file (a pipe, FIFO, socket or device)") +
+                        ": it cannot be read in place; load_file reads it into memory");
 }
 
 FileFormat resolve_regular(int fd, const std::string& name, FileFormat format) {
@@ -567,6 +310,18 @@ HostBuffer read_whole(int fd, const std::string& name, std::optional<std::uint64
   });
 }
 
+void write_file(const std::string& path, const void* header, std::size_t header_bytes, HostArray data) {
+  struct Closer {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, Closer> f(std::fopen(path.c_str(), "wb"));
+  if (!f) throw InputError(printable(path, 256) + ": cannot open: " + std::strerror(errno));
+  const std::uint64_t bytes = data.n * size_of(data.type);
+  if ((header_bytes && std::fwrite(header, 1, header_bytes, f.get()) != header_bytes) ||
+      (bytes && std::fwrite(data.data, 1, bytes, f.get()) != bytes) || std::fflush(f.get()) != 0)
+    throw InputError(printable(path, 256) + ": write failed: " + std::strerror(errno));
+}
+
 }  // namespace input
 
 FileFormat parse_file_format(std::string_view text) {
@@ -580,10 +335,7 @@ FileFormat parse_file_format(std::string_view text) {
 FileLayout inspect_file(const std::string& path, std::optional<DType> type, FileFormat format) {
   const input::Descriptor fd = input::open_path(path, true);
   const input::Opened what = input::classify(fd.get(), path, true);
-  if (what.kind != input::Kind::Regular)
-    throw InvalidArgument(printable(path, 256) +
-                          ": not a regular file (a pipe, FIFO, socket or device): it cannot be read in place; "
-                          "load_file reads it into memory");
+  if (what.kind != input::Kind::Regular) input::refuse_in_place(path, what.kind);
   return input::inspect_regular(fd.get(), path, what.size, type, format);
 }
 
@@ -601,52 +353,7 @@ HostBuffer load_stream(int fd, const std::string& name, std::optional<DType> typ
   return input::read_whole(fd, name, std::nullopt, type, format, max_elements);
 }
 
-namespace {
 
-void write_all(const std::string& path, const void* header, std::size_t header_bytes, HostArray data) {
-  struct Closer {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-  };
-  std::unique_ptr<std::FILE, Closer> f(std::fopen(path.c_str(), "wb"));
-  if (!f) throw InputError(printable(path, 256) + ": cannot open: " + std::strerror(errno));
-  const std::uint64_t bytes = data.n * size_of(data.type);
-  if ((header_bytes && std::fwrite(header, 1, header_bytes, f.get()) != header_bytes) ||
-      (bytes && std::fwrite(data.data, 1, bytes, f.get()) != bytes) || std::fflush(f.get()) != 0)
-    throw InputError(printable(path, 256) + ": write failed: " + std::strerror(errno));
-}
-
-}  // namespace
-
-void save_raw(const std::string& path, HostArray data) { write_all(path, nullptr, 0, data); }
-
-void save_npy(const std::string& path, HostArray data, const std::vector<std::uint64_t>& shape, bool fortran_order) {
-  if (type_info(data.type).npy.empty())
-    throw InvalidArgument("save_npy: " + std::string(to_string(data.type)) +
-                          " has no .npy dtype (NumPy has no such type); write it raw (save_raw)");
-  std::uint64_t product = 1;
-  std::string dims;
-  for (auto d : shape) {
-    product *= d;
-    dims += std::to_string(d) + ", ";
-  }
-  if (shape.empty()) dims = std::to_string(data.n) + ", ";
-  else if (product != data.n)
-    throw InvalidArgument("save_npy: a shape of " + std::to_string(product) + " elements for " + std::to_string(data.n));
-  if (shape.size() > 1) dims.erase(dims.size() - 2);  // (3, 4), but (3,)
-  else dims.pop_back();
-  std::string dict = "{'descr': '" + std::string(type_info(data.type).npy) + "', 'fortran_order': " +
-                     (fortran_order ? "True" : "False") + ", 'shape': (" + dims + "), }";
-  // Version 1.0: magic, version, 2-byte length, dict padded with spaces to a 64-byte boundary.
-  const std::size_t total = (10 + dict.size() + 1 + 63) / 64 * 64;
-  dict.append(total - 10 - dict.size() - 1, ' ');
-  dict.push_back('\n');
-  std::string header = "\x93NUMPY";
-  header.push_back('\x01');
-  header.push_back('\x00');
-  header.push_back(static_cast<char>(dict.size() & 0xff));
-  header.push_back(static_cast<char>(dict.size() >> 8));
-  header += dict;
-  write_all(path, header.data(), header.size(), data);
-}
+void save_raw(const std::string& path, HostArray data) { input::write_file(path, nullptr, 0, data); }
 
 }  // namespace xr

@@ -225,11 +225,21 @@ struct Call {
   }
 };
 
+// Every value the op's empty value: rows or columns of no elements (whatever their stride).
+void fill_empty(Call& c) {
+  const Scalar empty = empty_segment_value(c.op, c.type, c.options.accumulator);
+  visit_dtype(c.result_type, [&](auto zero) {
+    using T = decltype(zero);
+    std::fill_n(reinterpret_cast<T*>(c.out), c.layout.count, empty.as<T>());
+  });
+}
+
 // Rows and Offsets: runs of whole segments up to the budget; a segment longer than the budget
 // goes in parts whose values combine in order.
 void run_runs(Call& c) {
   Window& window = c.window;
   const SegmentLayout& l = c.layout;
+  if (l.kind == SegmentKind::Rows && l.length == 0) return fill_empty(c);
   const std::size_t rsize = size_of(c.result_type);
   std::vector<std::int64_t> local;
   std::uint64_t i = 0;
@@ -271,14 +281,7 @@ void run_columns(Call& c) {
   const std::uint64_t width = std::min(l.count, c.budget);
   const std::uint64_t height = std::max<std::uint64_t>(1, c.budget / width);
   HostBuffer part(c.result_type, width);
-  if (l.length == 0) {  // columns of no rows: every value is the op's empty value
-    const Scalar empty = empty_segment_value(c.op, c.type, c.options.accumulator);
-    visit_dtype(c.result_type, [&](auto zero) {
-      using T = decltype(zero);
-      std::fill_n(reinterpret_cast<T*>(c.out), l.count, empty.as<T>());
-    });
-    return;
-  }
+  if (l.length == 0) return fill_empty(c);  // columns of no rows
   for (std::uint64_t col = 0; col < l.count; col += width) {
     const std::uint64_t w = std::min(width, l.count - col);
     for (std::uint64_t row = 0; row < l.length; row += height) {

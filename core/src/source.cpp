@@ -97,10 +97,7 @@ FileSource::FileSource(std::string path, std::optional<DType> type, FileFormat f
   // Opened without waiting for a FIFO's writer: anything but a regular file is refused unread.
   input::Descriptor fd = input::open_path(path_, true);
   const input::Opened what = input::classify(fd.get(), path_, true);
-  if (what.kind != input::Kind::Regular)
-    throw InvalidArgument(printable(path_, 256) +
-                          ": not a regular file (a pipe, FIFO, socket or device): it cannot be read in place; "
-                          "load_file reads it into memory");
+  if (what.kind != input::Kind::Regular) input::refuse_in_place(path_, what.kind);
   layout_ = input::inspect_regular(fd.get(), path_, what.size, type, format);
   if (max_elements) layout_.n = std::min(layout_.n, *max_elements);
   fd_ = fd.release();

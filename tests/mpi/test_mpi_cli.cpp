@@ -2,8 +2,10 @@
 // backends, a file split by byte ranges, and failures that end every rank with one line.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "cli_run.hpp"
 
@@ -99,6 +101,31 @@ TEST_CASE("a rank's failure ends every rank with one line, exit 2, and nothing h
     CHECK_MESSAGE(r.code == 2, args << ": " << r.out);
     CHECK_MESSAGE(count(r.out, "reduce_cli: error: ") == 1, r.out);
   }
+}
+
+TEST_CASE("segmented options are refused under mpirun, on every rank, before anything runs") {
+  const std::string npy = scratch("mpi_matrix.npy", "");
+  REQUIRE(cli("-b omp --shape 4x4 --save-result " + npy).code == 0);  // a 4-value .npy, any file will do
+  const std::string saved = scratch("mpi_saved.npy", "");
+  std::filesystem::remove(saved);
+  const std::pair<std::string, std::string> cases[] = {
+      {"--shape 4x4", "--shape"},
+      {"--input " + npy + " --axis 0 --save-result " + saved, "--axis"},
+      {"--offsets " + npy, "--offsets"},
+      {"--segments 3 --seg-len 2", "--segments"},
+      {"--save-result " + saved, "--save-result"},
+      {"--seg-len 2", "--seg-len"},
+      {"--seg-dist uniform:1:3", "--seg-dist"},
+      {"--stride 8", "--stride"},
+      {"--order fortran", "--order"},
+  };
+  for (const auto& [args, option] : cases) {
+    const Run r = mpirun("-n 2 " + cli_path() + " -b omp --n 1000 " + args);
+    CHECK_MESSAGE(r.code == 2, args << ": " << r.out);
+    CHECK_MESSAGE(count(r.out, "reduce_cli: error: ") == 1, r.out);
+    CHECK_MESSAGE(r.out.find(option + " is for a segmented reduction") != std::string::npos, r.out);
+  }
+  CHECK_FALSE(std::filesystem::exists(saved));
 }
 
 TEST_CASE("--share needs mpirun") {

@@ -204,7 +204,7 @@ ListedDevice select_device(const BackendOptions& options) {
     const std::string needle = lower(want);
     for (const auto& d : pool)
       if (lower(full_name(d)).find(needle) != std::string::npos) return d;
-    throw BackendUnavailable("opencl", "no OpenCL device matches '" + want + "' (devices: " + describe(pool) + ")");
+    throw InvalidArgument("opencl: no OpenCL device matches '" + want + "' (devices: " + describe(pool) + ")");
   }
   for (const auto& d : pool)
     if (d.caps.is_gpu() && d.caps.available) return d;

@@ -25,8 +25,9 @@ inline constexpr std::size_t kMaxTextLine = 4096;
 // an error. `max_elements` bounds what is read: at most the first max_elements elements.
 //
 // What the path names: a regular file; a pipe, FIFO or socket, read front to back once (the
-// format is detected from the bytes already read); a character or block device, which may never
-// end, only with max_elements; a directory is refused.
+// format is detected from the bytes already read), and so is a file that reports 0 bytes yet
+// holds data (procfs, sysfs); a character or block device, which may never end, only with
+// max_elements; a directory is refused.
 //
 // Text: one number a line, '#' comments and blank lines skipped, spaces, tabs and a CR around
 // the number ignored. The whole token must parse as the type (a finite number must be in its
@@ -50,8 +51,8 @@ XR_API HostBuffer load_stream(int fd, const std::string& name, std::optional<DTy
                        std::optional<std::uint64_t> max_elements = std::nullopt);
 
 // Where the elements of a regular raw or .npy file lie, checked as load_file checks them (the
-// same errors), without reading the data. A text file has no fixed layout, and a pipe or a
-// device no place to read from at will: InvalidArgument.
+// same errors), without reading the data. A text file has no fixed layout, and a pipe, a device
+// or a file that reports 0 bytes yet holds data no place to read from at will: InvalidArgument.
 struct FileLayout {
   FileFormat format = FileFormat::Raw;  // Raw or Npy
   DType type = DType::F32;

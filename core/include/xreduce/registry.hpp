@@ -41,7 +41,9 @@ XR_API std::vector<BackendStatus> backend_statuses();
 // The usable ones, in backend_names() order.
 XR_API std::vector<std::string> available_backends();
 
-// Throws InvalidArgument for an unknown name, BackendUnavailable with the reason otherwise.
+// Throws InvalidArgument for an unknown name and for a platform or device in `options` that
+// names none (an index out of range, a name no device matches), BackendUnavailable with the
+// reason otherwise.
 XR_API std::unique_ptr<Reducer> make_reducer(std::string_view name, const BackendOptions& options = {});
 
 }  // namespace xr

@@ -47,8 +47,9 @@ class XR_API ArraySource final : public ChunkSource {
   HostArray array_;
 };
 
-// A regular raw binary or .npy file (text files have no fixed layout, pipes, FIFOs and devices
-// no place to read from at will: InvalidArgument; a directory: InputError). The layout is
+// A regular raw binary or .npy file (text files have no fixed layout, pipes, FIFOs, devices and
+// files that report 0 bytes yet hold data (procfs) no place to read from at will:
+// InvalidArgument; a directory: InputError). The layout is
 // checked when it opens (the errors of load_file); read() uses pread from several threads.
 // `max_elements` bounds it to at most its first max_elements elements. A file that shrinks
 // while it is read gives InputError with the byte offset it ends at.
@@ -89,8 +90,9 @@ class XR_API BufferSource final : public ChunkSource {
 };
 
 // `path` as a source, opened once (load_file's rules and errors): a regular raw or .npy file
-// streams from disk (FileSource); a text file, a pipe, a FIFO, a socket or a device bounded by
-// max_elements is read front to back once, into memory (BufferSource).
+// streams from disk (FileSource); a text file, a pipe, a FIFO, a socket, a file that reports 0
+// bytes yet holds data (procfs) or a device bounded by max_elements is read front to back once,
+// into memory (BufferSource).
 XR_API std::unique_ptr<ChunkSource> open_input(const std::string& path, std::optional<DType> type = std::nullopt,
                                         FileFormat format = FileFormat::Auto,
                                         std::optional<std::uint64_t> max_elements = std::nullopt);
