@@ -339,6 +339,11 @@ TEST_CASE("float products whose partial products overflow in some orders: NaN, i
   CHECK(product_of(rm, 1.0).ok);
   CHECK(product_of(rm, inf).ok);
   CHECK_FALSE(product_of(rm, 1e10).ok);
+  // One factor above 1 and the rest at most 1: no partial product passes that factor.
+  const std::vector<float> one_large = {std::numeric_limits<float>::max(), 0.5f, -0.75f, 0.0f};
+  const Reference rl = reference_reduce(HostArray::of(std::span<const float>(one_large)), Op::Prod);
+  CHECK_FALSE(rl.order_dependent);
+  CHECK_FALSE(product_of(rl, nan).ok);
   // Every factor at least 1: the product only grows, its overflow is every order's.
   const std::vector<float> growing = {3e38f, 3e38f, 2.0f};
   const Reference rg = reference_reduce(HostArray::of(std::span<const float>(growing)), Op::Prod);

@@ -2,30 +2,40 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace xr::detail {
 
-// Every partial product of the elements, in any order, lies between 2^small and 2^big (small:
-// the sum of log2|x| over the factors below 1, big: over those above 1). A product computed in
-// C, rounded after every step, then depends on the order where some order overflows on its way
-// and a zero or a factor below 1 is left to come before or after the overflow: inf x 0 = NaN,
-// inf x 1e-300 = inf, and 0 x 1e300 = 0 (3e38 x 3e38 x 0 in f32 is NaN in that order, 0 in the
-// order 3e38 x 0 x 3e38). Where every factor is at least 1 the product only grows, and any
-// overflow is the whole product's, in every order.
+// A product computed in C, rounded after every step, depends on the order of its factors where
+// some order overflows on its way and a zero or a factor below 1 can come before or after the
+// overflow: inf x 0 = NaN, inf x 1e-300 = inf, 0 x 1e300 = 0 (3e38 x 3e38 x 0 in f32 is NaN in
+// that order, 0 in the order 3e38 x 0 x 3e38). A factor of magnitude at most 1 never makes a
+// partial product larger (rounding is monotonic and 1 is exact), so every partial product is at
+// most the product of the factors above 1, computed in some order: at most 2^big (1 + u)^(m - 1)
+// for m such factors whose log2 magnitudes sum to big. One such factor alone never overflows.
 template <class C> struct ProductRange {
-  double big = 0, small = 0;
+  double big = 0, small = 0;  // sums of log2|x| over the factors above 1, and below 1
+  std::uint64_t above_one = 0;
   bool zero = false;
 
   void add(C x) {
     const double a = std::fabs(static_cast<double>(x));
-    if (a == 0) zero = true;
-    else if (a > 1) big += std::log2(a);
-    else if (a < 1) small += std::log2(a);
+    if (a == 0) {
+      zero = true;
+    } else if (a > 1) {
+      big += std::log2(a);
+      ++above_one;
+    } else if (a < 1) {
+      small += std::log2(a);
+    }
   }
-  // One binade of margin for the roundings on the way.
   bool order_dependent() const {
-    return big >= std::numeric_limits<C>::max_exponent - 1 && (zero || small < 0);
+    if (above_one < 2 || !(zero || small < 0)) return false;
+    const double u = std::numeric_limits<C>::epsilon() / 2;
+    const double growth = std::log2(1 + static_cast<double>(above_one) * u * 1.01);
+    const double slack = 1e-9 * static_cast<double>(above_one);  // the log sums' own rounding
+    return big + growth + slack > std::log2(static_cast<double>(std::numeric_limits<C>::max()));
   }
 };
 
