@@ -191,7 +191,7 @@ class HostEntry final : public Entry {
   xr::Reducer& r_;
 };
 
-// The record and the values a device call wrote, as a SegmentedResult.
+// The record and the values written to device memory by xr::cuda or xr::opencl, as a SegmentedResult.
 inline xr::SegmentedResult device_result(const xr::Result& record, xr::HostBuffer values) {
   xr::SegmentedResult r;
   r.record = record;

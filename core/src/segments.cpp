@@ -186,8 +186,9 @@ struct Tally {
   }
 };
 
-// One call: its input (a host source, or device memory), its checked arguments, and the values
-// it fills in host memory (host calls; device calls' exact sums, written to the device after).
+// One reduction: its input (a host source, or device memory), its checked arguments, and the
+// values it fills in host memory (host input; the exact sums of device input, written to the
+// device after).
 struct Call {
   SegmentDevice& device;
   Window window;
