@@ -86,7 +86,8 @@ const RungEntry& rung(const std::string& name) {
 Workspace::Workspace(int device, cudaStream_t stream) : device_(device), stream_(stream) {
   DeviceGuard guard(device);
   // One allocation for the fixed part: finish slots, ticket partials, then result slot,
-  // counters and epoch.
+  // counters and epoch. Cleared on the stream itself, ahead of every kernel that uses it: the
+  // first call on a stream waits for nothing the caller enqueued.
   const std::size_t slot_bytes = kMaxSinglePassGrid * 16, partial_bytes = kMaxSinglePassGrid * 8;
   const std::size_t bytes = slot_bytes + partial_bytes + 256;
   void* base = nullptr;
@@ -102,7 +103,6 @@ Workspace::Workspace(int device, cudaStream_t stream) : device_(device), stream_
     check(cudaMemsetAsync(base, 0, bytes, stream_), "cudaMemsetAsync (finish state)");
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   } catch (...) {
     if (start_) cudaEventDestroy(start_);
     cudaFree(base);

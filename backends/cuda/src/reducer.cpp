@@ -241,6 +241,8 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
   reduce_async(dev_ptr, n, op, dev_result, stream, options);
 }
 
+void synchronize(cudaStream_t stream) { XR_CUDA(cudaStreamSynchronize(stream)); }
+
 #define XR_CUDA_DEFINE(e, T, ...) XR_CUDA_ENTRY_POINTS(, T)
 XR_ELEMENT_TYPES(XR_CUDA_DEFINE)
 #undef XR_CUDA_DEFINE

@@ -53,6 +53,10 @@ template <class T>
 XR_API void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cudaStream_t stream,
                          const RunOptions& options);
 
+// Waits until the work enqueued on `stream` is done (cudaStreamSynchronize); DeviceError with
+// the CUDA error of a failed launch or kernel.
+XR_API void synchronize(cudaStream_t stream = nullptr);
+
 // The CUDA ladder (same as Reducer::kernels() of the "cuda" backend).
 XR_API std::vector<KernelInfo> kernels();
 
