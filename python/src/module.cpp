@@ -364,6 +364,40 @@ NB_MODULE(_xreduce, m) {
         },
         "data"_a, "dtype"_a, "rows"_a, "cols"_a, "stride"_a, "order"_a, "axis"_a, "op"_a, "out"_a, "stream"_a,
         "exact"_a = false, "kernel"_a = "auto", "accumulator"_a = "wide");
+  // The asynchronous forms: each enqueues its reduction on `stream`, writing to device memory at
+  // `out`, and returns at once (no exact mode: its state is rounded on the host).
+  m.def("cuda_reduce_async",
+        [](std::uintptr_t data, std::uint64_t n, const std::string& dtype, const std::string& op, std::uintptr_t out,
+           std::uintptr_t stream, const std::string& kernel, const std::string& accumulator) {
+          const xr::DType t = type_of(dtype);
+          const xr::Op o = op_of(op);
+          const xr::RunOptions options = run_options(false, kernel, 0, accumulator);
+          nb::gil_scoped_release release;
+          with_device_pointer(data, t, [&](auto p) {
+            xr::cuda::reduce_async(p, n, o, reinterpret_cast<void*>(out), stream_of(stream), options);
+          });
+        },
+        "data"_a, "n"_a, "dtype"_a, "op"_a, "out"_a, "stream"_a, "kernel"_a = "auto", "accumulator"_a = "wide");
+  m.def("cuda_reduce_axis_async",
+        [](std::uintptr_t data, const std::string& dtype, std::uint64_t rows, std::uint64_t cols, std::uint64_t stride,
+           const std::string& order, int axis, const std::string& op, std::uintptr_t out, std::uintptr_t stream,
+           const std::string& kernel, const std::string& accumulator) {
+          const xr::DType t = type_of(dtype);
+          const xr::Op o = op_of(op);
+          const xr::MatrixShape shape = matrix_shape(rows, cols, stride, order);
+          const xr::RunOptions options = run_options(false, kernel, 0, accumulator);
+          nb::gil_scoped_release release;
+          with_device_pointer(data, t, [&](auto p) {
+            xr::cuda::reduce_axis_async(p, shape, axis, o, reinterpret_cast<void*>(out), stream_of(stream), options);
+          });
+        },
+        "data"_a, "dtype"_a, "rows"_a, "cols"_a, "stride"_a, "order"_a, "axis"_a, "op"_a, "out"_a, "stream"_a,
+        "kernel"_a = "auto", "accumulator"_a = "wide");
+  // Waits for the work enqueued on `stream` (JAX's results: JAX cannot order its work after ours).
+  m.def("cuda_synchronize", [](std::uintptr_t stream) {
+    nb::gil_scoped_release release;
+    xr::cuda::synchronize(stream_of(stream));
+  }, "stream"_a);
   m.def("cuda_reduce_segments",
         [](std::uintptr_t data, std::uint64_t n, const std::string& dtype, std::uintptr_t offsets,
            std::uint64_t n_segments, const std::string& op, std::uintptr_t out, std::uintptr_t stream, bool exact,

@@ -36,6 +36,8 @@ def _xreduce_status(name: str) -> dict:
 
 def _require_cuda() -> None:
     """BackendUnavailable, with the registry's reason, unless the CUDA backend is built and has a device."""
+    if _status_cache.get("cuda", {}).get("usable") and _xreduce.has_cuda:  # the common case, without the lock
+        return
     if not _xreduce.has_cuda or not _xreduce_status("cuda")["usable"]:
         raise BackendUnavailable("cuda backend unavailable: " + _xreduce_status("cuda")["reason"])
 
@@ -82,7 +84,8 @@ def _caller_stream(x, library: str, device_id: int) -> int:
     """The stream the caller's library is working on: where the reduction is ordered."""
     if library == "torch":
         import torch
-        return torch.cuda.current_stream(device_id).cuda_stream
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what current_stream() reads, without the object
+        return raw(device_id) if raw is not None else torch.cuda.current_stream(device_id).cuda_stream
     if library == "cupy":
         import cupy
         with cupy.cuda.Device(device_id):
@@ -90,8 +93,36 @@ def _caller_stream(x, library: str, device_id: int) -> int:
     return 0
 
 
+# torch dtype -> xreduce type name (uint32 and uint64 came with PyTorch 2.3), made on first use.
+_TORCH_TYPES: dict = {}
+
+
+def _acquire_torch_cuda(x):
+    """A CUDA tensor through its own attributes: the pointer, shape and strides its DLPack capsule
+    holds, at a fraction of a capsule's cost (a call of a few microseconds matters on a GPU).
+    None where DLPack must speak (types xreduce does not reduce, negated views)."""
+    import torch
+    if not _TORCH_TYPES:
+        for name, dtype in (("int8", "i8"), ("uint8", "u8"), ("int32", "i32"), ("uint32", "u32"), ("int64", "i64"),
+                            ("uint64", "u64"), ("float16", "f16"), ("bfloat16", "bf16"), ("float32", "f32"),
+                            ("float64", "f64")):
+            if hasattr(torch, name):
+                _TORCH_TYPES[getattr(torch, name)] = dtype
+    dtype = _TORCH_TYPES.get(x.dtype)
+    if dtype is None or x.is_neg():
+        return None
+    _require_cuda()
+    device_id = x.get_device()
+    return _Array(x, x.data_ptr(), tuple(x.shape), tuple(x.stride()), dtype, _KDL_CUDA, device_id,
+                  _caller_stream(x, "torch", device_id), "torch")
+
+
 def _acquire(x) -> _Array:
     library = _library(x)
+    if library == "torch" and getattr(x, "is_cuda", False):
+        a = _acquire_torch_cuda(x)
+        if a is not None:
+            return a
     if isinstance(x, np.ndarray) and not x.dtype.isnative:
         raise TypeError(f"xreduce reads native byte order, not {x.dtype.str}: x.astype(x.dtype.newbyteorder('='))")
     if isinstance(x, np.ndarray) and x.dtype.kind == "V" and x.dtype.name == "bfloat16":

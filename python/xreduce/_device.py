@@ -44,14 +44,19 @@ def _host_backend(backend: str) -> str:
     raise BackendUnavailable("no host backend is usable: " + "; ".join(reasons))
 
 
-def _torch_empty(a: _Array, count: int, dtype: str):
+_TORCH_NAMES = {"i8": "int8", "u8": "uint8", "i32": "int32", "u32": "uint32", "i64": "int64", "u64": "uint64",
+                "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
+
+
+def _torch_empty(a: _Array, shape, dtype: str):
     import torch
-    names = {"i8": "int8", "u8": "uint8", "i32": "int32", "u32": "uint32", "i64": "int64", "u64": "uint64",
-             "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
-    torch_dtype = getattr(torch, names[dtype], None)  # uint32 and uint64 came with PyTorch 2.3
+    torch_dtype = getattr(torch, _TORCH_NAMES[dtype], None)  # uint32 and uint64 came with PyTorch 2.3
     if torch_dtype is None:
-        raise TypeError(f"this PyTorch has no {names[dtype]} tensors for xreduce's {dtype} results")
-    t = torch.empty(count, dtype=torch_dtype, device=f"cuda:{a.device_id}")
+        raise TypeError(f"this PyTorch has no {_TORCH_NAMES[dtype]} tensors for xreduce's {dtype} results")
+    if isinstance(a.keep, torch.Tensor):  # its own device, without parsing one
+        t = a.keep.new_empty(shape, dtype=torch_dtype)
+    else:
+        t = torch.empty(shape, dtype=torch_dtype, device=torch.device("cuda", a.device_id))
     return t, t.data_ptr()
 
 
@@ -63,10 +68,10 @@ def _torch_scalar(a: _Array, value, dtype: str):
     return host.to(f"cuda:{a.device_id}")
 
 
-def _cupy_empty(a: _Array, count: int, dtype: str):
+def _cupy_empty(a: _Array, shape, dtype: str):
     import cupy
     with cupy.cuda.Device(a.device_id):
-        t = cupy.empty(count, dtype=_numpy_dtype(dtype))
+        t = cupy.empty(shape, dtype=_numpy_dtype(dtype))
     return t, t.data.ptr
 
 
@@ -76,30 +81,48 @@ def _cupy_scalar(a: _Array, value, dtype: str):
         return cupy.asarray(np.asarray(value, dtype=_numpy_dtype(dtype)))
 
 
+def _jax_device(a: _Array):
+    import jax
+    gpu = [d for d in jax.devices() if d.platform == "gpu" and d.id == a.device_id]
+    return gpu[0] if gpu else None
+
+
+def _jax_empty(a: _Array, shape, dtype: str):
+    # A fresh buffer of JAX's, finished before xreduce writes to it; the caller waits for the
+    # writes (_cuda_reduce), as JAX offers no stream to order them on.
+    import jax
+    import jax.numpy as jnp
+    t = jax.device_put(jnp.zeros(shape, dtype=_numpy_dtype(dtype)), _jax_device(a))
+    if t.dtype.itemsize != _numpy_dtype(dtype).itemsize:  # 64-bit types off: JAX made 32-bit ones
+        raise TypeError(f"xreduce's {dtype} results need JAX's 64-bit types: jax.config.update('jax_enable_x64', True)")
+    t.block_until_ready()
+    return t, t.unsafe_buffer_pointer()
+
+
 def _jax_scalar(a: _Array, value, dtype: str):
     import jax
     import jax.numpy as jnp
-    gpu = [d for d in jax.devices() if d.platform == "gpu" and d.id == a.device_id]
-    return jax.device_put(jnp.asarray(value, dtype=_numpy_dtype(dtype)), gpu[0] if gpu else None)
+    return jax.device_put(jnp.asarray(value, dtype=_numpy_dtype(dtype)), _jax_device(a))
 
 
 # How results of CUDA arrays are made, by the array's library (its top-level module):
-# empty(array, count, dtype) -> (an uninitialised 1-D array on the array's device, its pointer),
-# scalar(array, value, dtype) -> a 0-d array on the array's device. None: not available.
+# empty(array, shape, dtype) -> (an uninitialised array on the array's device, its pointer),
+# scalar(array, value, dtype) -> a 0-d array on the array's device.
 _DEVICE_RESULTS = {
     "torch": (_torch_empty, _torch_scalar),
     "cupy": (_cupy_empty, _cupy_scalar),
-    "jax": (None, _jax_scalar),
-    "jaxlib": (None, _jax_scalar),
+    "jax": (_jax_empty, _jax_scalar),
+    "jaxlib": (_jax_empty, _jax_scalar),
 }
+_SYNCHRONOUS_RESULTS = ("jax", "jaxlib")  # libraries whose results xreduce waits for
 
 
-def _device_empty(a: _Array, count: int, dtype: str):
+def _device_empty(a: _Array, shape, dtype: str):
     empty = _DEVICE_RESULTS.get(a.library, (None, None))[0]
     if empty is None:
-        raise TypeError(f"xreduce returns device arrays of CuPy and PyTorch; reduce {a.library} arrays with "
-                        "axis=None, or pass them through one of those libraries (DLPack, no copy)")
-    return empty(a, count, dtype)
+        raise TypeError(f"xreduce returns device arrays of CuPy, PyTorch and JAX; pass {a.library} arrays through "
+                        "one of those libraries (DLPack, no copy)")
+    return empty(a, shape, dtype)
 
 
 def _device_scalar(a: _Array, value, dtype: str):
@@ -107,31 +130,57 @@ def _device_scalar(a: _Array, value, dtype: str):
     return scalar(a, value, dtype) if scalar is not None else _host_scalar(value, dtype)
 
 
+def _flat_async(a: _Array, n: int, op: str, kernel: str) -> list:
+    """A whole array, reduced on the caller's stream into device memory: the results as 0-d views
+    of one record (xreduce/cuda.hpp: argmin and argmax write (value, int64 index), minmax (min, max))."""
+    if op in ("argmin", "argmax"):
+        record, ptr = _device_empty(a, 2, "i64")
+        _xreduce.cuda_reduce_async(a.data, n, a.dtype, op, ptr, a.stream, kernel)
+        return [record[1]]
+    dtype = _xreduce.result_dtype(op, a.dtype)
+    record, ptr = _device_empty(a, 2 if op == "minmax" else (), dtype)
+    _xreduce.cuda_reduce_async(a.data, n, a.dtype, op, ptr, a.stream, kernel)
+    return [record[0], record[1]] if op == "minmax" else [record]
+
+
+def _flat_sync(a: _Array, n: int, op: str, exact: bool, kernel: str) -> list:
+    """Waits for the reduction and makes its results from the host values: exact sums (rounded
+    on the host), JAX arrays (waited for anyway) and libraries xreduce makes no arrays of."""
+    r = _xreduce.cuda_reduce(a.data, n, a.dtype, op, a.stream, exact, kernel)
+    if op == "minmax":
+        return [_device_scalar(a, r.value, r.dtype), _device_scalar(a, r.maximum, r.dtype)]
+    if op in ("argmin", "argmax"):
+        return [_device_scalar(a, r.index, "i64")]
+    return [_device_scalar(a, r.value, r.dtype)]
+
+
 def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
     if backend not in ("auto", "cuda"):
         raise ValueError(f"backend={backend!r}: this array is on a CUDA device; use 'cuda' or 'auto'")
     plan = _plan(a, axis, op)
-    ops = ("min", "max") if op == "minmax" and plan.kind != "flat" else (op,)
-    results = []
-    for o in ops:
-        if plan.kind == "flat" and o == "minmax":  # one read for both
-            r = _xreduce.cuda_reduce(a.data, plan.n, a.dtype, o, a.stream, False, kernel)
-            results += [_device_scalar(a, r.value, r.dtype), _device_scalar(a, r.maximum, r.dtype)]
-        elif plan.kind == "lines":
-            raise _not_in_place(f"{op} with axis=None of a CUDA array", a)
-        elif plan.kind == "flat":
-            r = _xreduce.cuda_reduce(a.data, plan.n, a.dtype, o, a.stream, exact, kernel)
-            value = r.index if o in ("argmin", "argmax") else r.value
-            results.append(_device_scalar(a, value, "i64" if o in ("argmin", "argmax") else r.dtype))
+    if plan.kind == "lines":
+        raise _not_in_place(f"{op} with axis=None of a CUDA array", a)
+    if plan.kind == "flat":
+        if exact or a.library in _SYNCHRONOUS_RESULTS or a.library not in _DEVICE_RESULTS:
+            results = _flat_sync(a, plan.n, op, exact, kernel)
         else:
+            results = _flat_async(a, plan.n, op, kernel)
+    else:
+        results = []
+        for o in (("min", "max") if op == "minmax" else (op,)):
             if o in ("argmin", "argmax"):
                 raise ValueError(f"{o} with an axis: xreduce's segmented reductions take sum, prod, min and max")
             count = plan.cols if plan.axis == 0 else plan.rows
-            dtype = _xreduce.result_dtype(o, a.dtype)
-            values, ptr = _device_empty(a, count, dtype)
-            _xreduce.cuda_reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order, plan.axis, o,
-                                      ptr, a.stream, exact, kernel)
+            values, ptr = _device_empty(a, count, _xreduce.result_dtype(o, a.dtype))
+            if exact:
+                _xreduce.cuda_reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order, plan.axis,
+                                          o, ptr, a.stream, True, kernel)
+            else:
+                _xreduce.cuda_reduce_axis_async(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order,
+                                                plan.axis, o, ptr, a.stream, kernel)
             results.append(values[0] if len(a.shape) == 1 else values)
+    if a.library in _SYNCHRONOUS_RESULTS:
+        _xreduce.cuda_synchronize(a.stream)
     if keepdims:
         shape_of = (lambda v: [1] * len(a.shape)) if axis is None else \
             (lambda v: list(v.shape[:axis]) + [1] + list(v.shape[axis:]))

@@ -60,6 +60,24 @@ class Stand_in:
         return record
 
 
+    def cuda_reduce_async(self, data, n, dtype, op, out, stream, kernel="auto", accumulator="wide"):
+        self.streams.append(stream)
+        r = self.host.reduce(data, n, dtype, op, False, "auto", 0, accumulator, 1, 0)
+        if op in ("argmin", "argmax"):  # the record: the value, then the int64 index at byte 8
+            out, values = out + 8, np.asarray([r.index], dtype=np.int64)
+        else:
+            values = np.asarray([r.value, r.maximum] if op == "minmax" else [r.value],
+                                dtype=_arrays._numpy_dtype(r.dtype))
+        ctypes.memmove(out, values.ctypes.data, values.nbytes)
+
+    def cuda_reduce_axis_async(self, data, dtype, rows, cols, stride, order, axis, op, out, stream, kernel="auto",
+                               accumulator="wide"):
+        self.cuda_reduce_axis(data, dtype, rows, cols, stride, order, axis, op, out, stream, False, kernel, accumulator)
+
+    def cuda_synchronize(self, stream):
+        pass
+
+
 def _empty(a, count, dtype):
     t = np.empty(count, dtype=_arrays._numpy_dtype(dtype))
     return t, t.ctypes.data
@@ -83,7 +101,8 @@ def streams(monkeypatch):
 def test_stand_in_matches_the_extension():
     if not _api._xreduce.has_cuda:
         pytest.skip("built without CUDA: no entry points to compare with")
-    for name in ("cuda_reduce", "cuda_reduce_axis", "cuda_reduce_segments"):
+    for name in ("cuda_reduce", "cuda_reduce_axis", "cuda_reduce_segments", "cuda_reduce_async",
+                 "cuda_reduce_axis_async", "cuda_synchronize"):
         doc = getattr(_api._xreduce, name).__doc__  # "name(data: int, n: int, ...) -> ..."
         names = re.findall(r"(\w+): ", doc[doc.index("(") + 1:doc.index(")")])
         assert names == list(inspect.signature(getattr(Stand_in, name)).parameters)[1:], doc

@@ -54,15 +54,44 @@ def test_cupy_cuda():
     assert cupy.array_equal(xr.max(x.reshape(10, 100), axis=0), x.reshape(10, 100).max(axis=0))
 
 
+@needs_cuda
+def test_torch_results_stay_on_the_stream():
+    """The reduction is enqueued behind the caller's pending work and returns without waiting."""
+    torch = pytest.importorskip("torch")
+    stream = torch.cuda.Stream()
+    x = torch.zeros(1 << 16, device="cuda", dtype=torch.float32)
+    x.fill_(1.0), xr.sum(x), xr.argmax(x), xr.minmax(x)  # kernels loaded: loading one may wait for the GPU
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(1 << 31)  # about a second of GPU time before the fill
+        x.fill_(2.0)
+        s, i, (lo, hi) = xr.sum(x), xr.argmax(x), xr.minmax(x)
+        assert not stream.query(), "xreduce waited for the stream"
+    stream.synchronize()
+    assert s.item() == 2 * (1 << 16) and i.item() == 0 and lo.item() == hi.item() == 2
+    assert s.dtype == torch.float32 and i.dtype == torch.int64 and lo.dtype == torch.float32
+    assert all(v.device == x.device and v.ndim == 0 for v in (s, i, lo, hi))
+    assert xr.sum(torch.ones(1000, device="cuda", dtype=torch.float16)).dtype == torch.float32
+    assert xr.sum(torch.ones(1000, device="cuda", dtype=torch.int32)).dtype == torch.int64
+
+
 def test_jax():
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
     x = jnp.arange(10, dtype=jnp.float32)
-    if x.devices().pop().platform == "gpu" and not CUDA["usable"]:
+    on_gpu = x.devices().pop().platform == "gpu"
+    if on_gpu and not CUDA["usable"]:
         with pytest.raises(xr.BackendUnavailable):
             xr.sum(x)
         return
     assert float(xr.sum(x)) == 45
+    rows = xr.sum(x.reshape(2, 5), axis=1)
+    np.testing.assert_array_equal(np.asarray(rows), [10, 35])
+    lo, hi = xr.minmax(x)
+    assert float(lo) == 0 and float(hi) == 9 and int(xr.argmax(x)) == 9
+    if on_gpu:
+        assert isinstance(rows, jax.Array) and rows.devices() == x.devices()
+        np.testing.assert_array_equal(np.asarray(xr.max(x.reshape(2, 5), axis=0, keepdims=True)), [[5, 6, 7, 8, 9]])
 
 
 class FakeDLPackCuda:
