@@ -10,7 +10,20 @@ what this machine can run and whether it computes what xreduce's semantics say. 
 read in place, never copied.
 """
 
-from ._api import (BackendUnavailable, DeviceError, KernelBuildError, Reducer, Result, argmax, argmin, backends,
+
+def _load_bundled_cuda_runtime() -> None:
+    """A package built with CUDA carries its CUDA runtime (libcudart.so.N) beside the extension:
+    loaded before it, the extension finds it there on machines without a CUDA toolkit."""
+    import ctypes
+    import glob
+    import os
+    for path in glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "libcudart.so.*")):
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+
+
+_load_bundled_cuda_runtime()
+
+from ._api import (BackendUnavailable, DeviceError, KernelBuildError, Reducer, Result, argmax, argmin, backends,  # noqa: E402
                    check, max, min, minmax, prod, reduce_segments, sum)
 
 __version__ = "0.1.0"
