@@ -56,8 +56,9 @@ def cuda_timer(torch):
 
 
 def batch_for(nbytes: int) -> int:
-    """Enough calls that a batch takes about a millisecond or more."""
-    return max(1, min(200, (64 << 20) // max(nbytes, 1)))
+    """Enough calls that a batch takes about a millisecond or more, and at least ten, so that each
+    call's host work overlaps the kernels before it, as in a program that reduces again and again."""
+    return max(10, min(200, (64 << 20) // max(nbytes, 1)))
 
 
 def gpu_part(rounds: int) -> list[dict]:
