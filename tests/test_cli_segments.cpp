@@ -123,15 +123,6 @@ TEST_CASE("segmented errors: one line, exit 2") {
     CHECK_MESSAGE(r.code == 2, args, ": ", r.out);
     CHECK_MESSAGE(one_error_line(r.out), args, ": ", r.out);
   }
-  // Pair ops are not folds: every segmented mode refuses them with one line on every backend.
-  const std::string pairs_npy = matrix_npy("pairs.npy", 3, 4, false);
-  for (const std::string op : {"argmin", "argmax", "minmax"})
-    for (const std::string mode : {std::string("--shape 3x4"), std::string("--segments 5 --seg-len 3"), "--input " + pairs_npy + " --axis 0"}) {
-      const Run r = cli("--backend all --op " + op + " " + mode);
-      CHECK_MESSAGE(r.code == 2, op, " ", mode, ": ", r.out);
-      CHECK_MESSAGE(one_error_line(r.out), op, " ", mode, ": ", r.out);
-      CHECK_MESSAGE(r.out.find("fold ops") != std::string::npos, r.out);
-    }
   const auto bad = (fs::path(XR_TEST_TMP) / "bad_offsets.npy").string();
   const std::vector<std::int64_t> decreasing{0, 5, 3};
   xr::save_npy(bad, xr::HostArray::of(std::span<const std::int64_t>(decreasing)));
