@@ -21,7 +21,7 @@ std::string segmented_option(const Args& a) {
 
 void add_options(CLI::App& cli, Args& a) {
   add_backend_option(cli, a.backend);
-  cli.add_option("--op", a.op, spelled(all_ops, [](Op op) { return std::string(to_string(op)); }))
+  cli.add_option("--op,-o", a.op, spelled(all_ops, [](Op op) { return std::string(to_string(op)); }))
       ->capture_default_str();
   cli.add_option("--type,-t", a.type,
                  "element type: " + spelled(all_dtypes, [](DType t) { return std::string(to_string(t)); }) +

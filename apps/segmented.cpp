@@ -77,9 +77,14 @@ struct Run {
   KernelKind kind = KernelKind::Rung;
 };
 
+// The first three values; argmin and argmax as value@index, minmax as min..max.
 std::string first_values(const SegmentedResult& r) {
   std::string s;
-  for (std::uint64_t i = 0; i < std::min<std::uint64_t>(3, r.count()); ++i) s += (i ? " " : "") + r.value(i).to_string();
+  for (std::uint64_t i = 0; i < std::min<std::uint64_t>(3, r.count()); ++i) {
+    s += (i ? " " : "") + r.value(i).to_string();
+    if (r.indices.size()) s += "@" + std::to_string(r.index(i));
+    if (r.maxima.size()) s += ".." + r.maximum(i).to_string();
+  }
   if (r.count() > 3) s += " ...";
   return s.empty() ? "-" : s;
 }
@@ -210,7 +215,9 @@ int run_segmented(const SegmentedArgs& a) {
       if ((a.options.kernel == "all" || k.name == a.options.kernel) && k.reduces(layout.kind) &&
           k.supports(a.op, data.type()))
         todo.push_back(k);
-    if (todo.empty()) reducer->segment_kernel(a.options.kernel);  // unknown name: its error lists the known ones
+    // An unknown name: its error lists the known ones; a strategy that does not take the op or the
+    // layout runs, so that the library's error says why.
+    if (todo.empty() && a.options.kernel != "all") todo.push_back(reducer->segment_kernel(a.options.kernel));
     for (const auto& k : todo) {
       RunOptions o = a.options;
       o.kernel = k.name;

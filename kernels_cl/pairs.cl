@@ -114,9 +114,9 @@ inline void xr_store_record(__global cell_t* cells, ulong r, pair_t p) {
 #endif
 }
 
-// The work-group's records in local memory combined by a sequential-addressing tree (any L);
-// work-item 0 writes the result as record `r` of `out`.
-inline void xr_pair_finish(__local pair_t* scratch, pair_t acc, __global cell_t* out, ulong r) {
+// The work-group's records in local memory combined by a sequential-addressing tree (any L):
+// the combination, in scratch[0] for every work-item (every work-item must call it).
+inline pair_t xr_pair_tree(__local pair_t* scratch, pair_t acc) {
   const uint L = (uint)get_local_size(0);
   const uint lid = (uint)get_local_id(0);
   scratch[lid] = acc;
@@ -127,7 +127,13 @@ inline void xr_pair_finish(__local pair_t* scratch, pair_t acc, __global cell_t*
     if (lid < s && lid + s < L) scratch[lid] = xr_pair_combine(scratch[lid], scratch[lid + s]);
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (lid == 0) xr_store_record(out, r, scratch[0]);
+  return scratch[0];
+}
+
+// xr_pair_tree, whose result work-item 0 writes as record `r` of `out`.
+inline void xr_pair_finish(__local pair_t* scratch, pair_t acc, __global cell_t* out, ulong r) {
+  acc = xr_pair_tree(scratch, acc);
+  if (get_local_id(0) == 0) xr_store_record(out, r, acc);
 }
 
 // One record per work-group of elements [offset, offset + n) of `in`, whose element `offset` is

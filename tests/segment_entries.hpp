@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -92,11 +93,13 @@ inline xr::SegmentLayout offsets_layout(const std::vector<i64>& offsets) {
   return l;
 }
 
-// The names of the strategies of `kernels` that reduce `kind`, in their order (auto first).
-inline std::vector<std::string> strategies(const std::vector<xr::KernelInfo>& kernels, xr::SegmentKind kind) {
+// The names of the strategies of `kernels` that reduce `kind` and take `op` (by default the folds'
+// sum; argmin for those of the pair ops), in their order (auto first).
+inline std::vector<std::string> strategies(const std::vector<xr::KernelInfo>& kernels, xr::SegmentKind kind,
+                                           xr::Op op = xr::Op::Sum) {
   std::vector<std::string> names;
   for (const auto& k : kernels)
-    if (k.reduces(kind)) names.push_back(k.name);
+    if (k.reduces(kind) && std::find(k.ops.begin(), k.ops.end(), op) != k.ops.end()) names.push_back(k.name);
   return names;
 }
 
@@ -200,6 +203,46 @@ inline xr::SegmentedResult device_result(const xr::Result& record, xr::HostBuffe
   return r;
 }
 
+// The record and what xr::cuda or xr::opencl wrote to device memory (`bytes`: one record per segment,
+// segment_record_bytes apart), as a SegmentedResult: the values, and for a pair op the indices of
+// the documented xr::Located<T> or the maxima of xr::Bounds<T>.
+inline xr::SegmentedResult device_result(const xr::Result& record, const xr::HostBuffer& bytes, xr::Op op,
+                                         xr::DType type, xr::Accumulator acc, u64 count) {
+  xr::SegmentedResult r;
+  r.record = record;
+  r.rounding_depth = record.rounding_depth;
+  r.values = xr::HostBuffer(xr::result_dtype(op, type, acc), count);
+  if (!xr::is_pair(op)) {
+    if (count) std::memcpy(r.values.data(), bytes.data(), r.values.bytes());
+    return r;
+  }
+  REQUIRE(bytes.bytes() == count * xr::segment_record_bytes(op, type, acc));
+  xr::visit_dtype(type, [&](auto zero) {
+    using T = decltype(zero);
+    const auto* raw = static_cast<const unsigned char*>(bytes.data());
+    if (xr::is_indexed(op)) {
+      static_assert(sizeof(xr::Located<T>) == 16 && offsetof(xr::Located<T>, index) == 8);
+      r.indices = xr::HostBuffer(xr::DType::I64, count);
+      for (u64 i = 0; i < count; ++i) {
+        xr::Located<T> rec;
+        std::memcpy(&rec, raw + i * sizeof rec, sizeof rec);
+        r.values.as<T>()[i] = rec.value;
+        r.indices.as<i64>()[i] = rec.index;
+      }
+    } else {
+      static_assert(sizeof(xr::Bounds<T>) == 2 * sizeof(T));
+      r.maxima = xr::HostBuffer(type, count);
+      for (u64 i = 0; i < count; ++i) {
+        xr::Bounds<T> rec;
+        std::memcpy(&rec, raw + i * sizeof rec, sizeof rec);
+        r.values.as<T>()[i] = rec.min;
+        r.maxima.as<T>()[i] = rec.max;
+      }
+    }
+  });
+  return r;
+}
+
 #ifdef XR_TEST_CUDA_ENTRY
 
 #define CK(call) REQUIRE_MESSAGE((call) == cudaSuccess, #call)
@@ -229,6 +272,14 @@ inline xr::HostBuffer read_back(const DevMem& mem, xr::DType type, u64 count) {
   return b;
 }
 
+// `bytes` bytes at device memory `p`, copied to the host.
+inline xr::HostBuffer read_back(const DevMem& mem, u64 bytes) {
+  xr::HostBuffer b(xr::DType::U8, bytes);
+  if (bytes && cudaMemcpy(b.data(), mem.p, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+    throw std::runtime_error("cudaMemcpy to the host failed");
+  return b;
+}
+
 // xr::cuda::reduce_axis and reduce_segments on device copies of the input and offsets, on
 // `stream`; the values copied back.
 class CudaEntry final : public Entry {
@@ -241,26 +292,26 @@ class CudaEntry final : public Entry {
                                   const xr::RunOptions& o = {}) override {
     const DevMem in(data.data(), data.bytes());
     const u64 count = values_of(shape, axis);
-    const xr::DType rt = xr::result_dtype(op, data.type(), o.accumulator);
-    const DevMem out(count * xr::size_of(rt));
+    const u64 bytes = count * xr::segment_record_bytes(op, data.type(), o.accumulator);
+    const DevMem out(bytes);
     const xr::Result record = xr::visit_dtype(data.type(), [&](auto zero) {
       using T = decltype(zero);
       return xr::cuda::reduce_axis(in.as<const T>(), shape, axis, op, out.p, stream_, o);
     });
-    return device_result(record, read_back(out, rt, count));
+    return device_result(record, read_back(out, bytes), op, data.type(), o.accumulator, count);
   }
   xr::SegmentedResult reduce_segments(const xr::HostBuffer& data, std::span<const i64> offsets, xr::Op op,
                                       const xr::RunOptions& o = {}) override {
     const DevMem in(data.data(), data.bytes());
     const DevMem off(offsets.data(), offsets.size() * sizeof(i64));
     const u64 count = offsets.size() - 1;
-    const xr::DType rt = xr::result_dtype(op, data.type(), o.accumulator);
-    const DevMem out(count * xr::size_of(rt));
+    const u64 bytes = count * xr::segment_record_bytes(op, data.type(), o.accumulator);
+    const DevMem out(bytes);
     const xr::Result record = xr::visit_dtype(data.type(), [&](auto zero) {
       using T = decltype(zero);
       return xr::cuda::reduce_segments(in.as<const T>(), data.size(), off.as<const i64>(), count, op, out.p, stream_, o);
     });
-    return device_result(record, read_back(out, rt, count));
+    return device_result(record, read_back(out, bytes), op, data.type(), o.accumulator, count);
   }
 
  private:
@@ -296,6 +347,13 @@ inline xr::HostBuffer read_back(cl_command_queue queue, cl_mem mem, xr::DType ty
   return b;
 }
 
+// `bytes` bytes from the start of `mem`, read on `queue`.
+inline xr::HostBuffer read_back(cl_command_queue queue, cl_mem mem, u64 bytes) {
+  xr::HostBuffer b(xr::DType::U8, bytes);
+  if (bytes) cl_check(clEnqueueReadBuffer(queue, mem, CL_TRUE, 0, bytes, b.data(), 0, nullptr, nullptr), "clEnqueueReadBuffer");
+  return b;
+}
+
 // xr::opencl::reduce_axis and reduce_segments on buffers of `context` on `queue`. The input lies
 // `offset` elements into its buffer, after bytes of all ones (NaN for floats, -1 or the maximum
 // for integers), which change any value that reads them.
@@ -310,21 +368,21 @@ class OpenclEntry final : public Entry {
                                   const xr::RunOptions& o = {}) override {
     const ClBuffer in = input(data);
     const u64 count = values_of(shape, axis);
-    const xr::DType rt = xr::result_dtype(op, data.type(), o.accumulator);
-    const ClBuffer out(context_, count * xr::size_of(rt));
+    const u64 bytes = count * xr::segment_record_bytes(op, data.type(), o.accumulator);
+    const ClBuffer out(context_, bytes);
     const xr::Result record = xr::opencl::reduce_axis(queue_, in.mem, offset_, data.type(), shape, axis, op, out.mem, o);
-    return device_result(record, read_back(queue_, out.mem, rt, count));
+    return device_result(record, read_back(queue_, out.mem, bytes), op, data.type(), o.accumulator, count);
   }
   xr::SegmentedResult reduce_segments(const xr::HostBuffer& data, std::span<const i64> offsets, xr::Op op,
                                       const xr::RunOptions& o = {}) override {
     const ClBuffer in = input(data);
     const ClBuffer offs(context_, offsets.size() * sizeof(i64), offsets.data());
     const u64 count = offsets.size() - 1;
-    const xr::DType rt = xr::result_dtype(op, data.type(), o.accumulator);
-    const ClBuffer out(context_, count * xr::size_of(rt));
+    const u64 bytes = count * xr::segment_record_bytes(op, data.type(), o.accumulator);
+    const ClBuffer out(context_, bytes);
     const xr::Result record =
         xr::opencl::reduce_segments(queue_, in.mem, offset_, data.size(), data.type(), offs.mem, count, op, out.mem, o);
-    return device_result(record, read_back(queue_, out.mem, rt, count));
+    return device_result(record, read_back(queue_, out.mem, bytes), op, data.type(), o.accumulator, count);
   }
 
  private:

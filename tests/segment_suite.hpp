@@ -38,7 +38,11 @@ inline std::unique_ptr<Entry> g_entry;
 inline Reducer& reducer() { return *g_reducer; }
 inline Entry& entry() { return *g_entry; }
 
+// The strategies of a layout that take the folds; pair_strategies: those that take the pair ops.
 inline std::vector<std::string> strategies(SegmentKind kind) { return xr_seg::strategies(entry().segment_kernels(), kind); }
+inline std::vector<std::string> pair_strategies(SegmentKind kind) {
+  return xr_seg::strategies(entry().segment_kernels(), kind, Op::ArgMin);
+}
 
 // A host array read through ChunkSource::read only (no memory()): the streamed path.
 class ReadOnlySource final : public ChunkSource {
@@ -134,7 +138,9 @@ inline void check_result(const SegmentedResult& got, const HostBuffer& data, con
     CHECK_MESSAGE(got.kind == layout.kind, what);
     const u64 offsets_bytes = layout.kind == SegmentKind::Offsets ? (layout.count + 1) * 8 : 0;
     CHECK_MESSAGE(got.bytes_read == layout.elements() * size_of(data.type()) + offsets_bytes, what);
-    CHECK_MESSAGE(got.bytes_written == layout.count * size_of(got.values.type()), what);
+    CHECK_MESSAGE(got.bytes_written == layout.count * segment_record_bytes(op, data.type(), o.accumulator), what);
+    CHECK_MESSAGE(got.indices.size() == (is_indexed(op) ? layout.count : 0), what);
+    CHECK_MESSAGE(got.maxima.size() == (op == Op::MinMax ? layout.count : 0), what);
   }
 }
 

@@ -83,6 +83,36 @@ TEST_CASE("--segments from --seg-len and --seg-dist, --offsets files, --save-res
   CHECK(saved.type() == xr::DType::I64);  // i32 sums come back in i64
 }
 
+TEST_CASE("argmin, argmax and minmax on rows, columns and segments cross-check against the reference") {
+  // The short spellings of the brief: -b and -o.
+  for (const std::string op : {"argmin", "argmax", "minmax"}) {
+    const Run table = cli("-b omp --shape 7x5 --axis 1 -o " + op);
+    CHECK_MESSAGE(table.code == 0, op, ": ", table.out);
+    for (const std::string word : {"auto:pairs", "7/7"}) CHECK_MESSAGE(table.out.find(word) != std::string::npos, op, ": ", table.out);
+    for (const std::string mode : {"--shape 7x5 --axis 0", "--shape 7x5 --axis 0 --order fortran", "--shape 7x33 --axis 1 --stride 40",
+                                   "--segments 300 --seg-dist uniform:0:50", "--segments 40 --seg-len 9 --type i32",
+                                   "--segments 40 --seg-dist uniform:0:5 --type f16 --dist special"}) {
+      const json j = run_json(mode + " --op " + op + " --kernel all");
+      REQUIRE_MESSAGE(j.size() == 2, mode);  // auto and pairs
+      for (const auto& run : j) {
+        CHECK_MESSAGE(run.at("agree") == run.at("count"), op, " ", mode, ": ", run.dump());
+        CHECK_MESSAGE(run.at("value_type") == run.at("type"), op, " ", mode);
+      }
+    }
+  }
+  // v(r, c) = 10 r + c: the first of each row and column is the least, the last the greatest.
+  const std::string path = matrix_npy("pairs.npy", 3, 4, false);
+  CHECK(run_json("--input " + path + " --axis 1 --op argmin")[0].at("first_values") == "0@0 10@0 20@0");
+  CHECK(run_json("--input " + path + " --axis 1 --op argmax")[0].at("first_values") == "3@3 13@3 23@3");
+  CHECK(run_json("--input " + path + " --axis 0 --op argmax")[0].at("first_values") == "20@2 21@2 22@2 ...");
+  CHECK(run_json("--input " + path + " --axis 0 --op minmax")[0].at("first_values") == "0..20 1..21 2..22 ...");
+  // Every backend here, rows and segments.
+  for (const std::string mode : {"--shape 33x7 --axis 1", "--shape 33x7 --axis 0", "--segments 30 --seg-dist uniform:0:9"}) {
+    const Run r = cli("--backend all --op argmax " + mode);
+    CHECK_MESSAGE(r.code == 0, mode, ": ", r.out);
+  }
+}
+
 TEST_CASE("OpenMP segments give the same bits from the portable folds as from the AVX2 ones") {
   // XREDUCE_OMP_PORTABLE turns the AVX2 copy (32-byte packs) off; both copies put each element
   // into the same lane and fold the lanes in the same order, so every value is the same bits (on
@@ -123,15 +153,12 @@ TEST_CASE("segmented errors: one line, exit 2") {
     CHECK_MESSAGE(r.code == 2, args, ": ", r.out);
     CHECK_MESSAGE(one_error_line(r.out), args, ": ", r.out);
   }
-  // Pair ops are not folds: every segmented mode refuses them with one line on every backend.
-  const std::string pairs_npy = matrix_npy("pairs.npy", 3, 4, false);
-  for (const std::string op : {"argmin", "argmax", "minmax"})
-    for (const std::string mode : {std::string("--shape 3x4"), std::string("--segments 5 --seg-len 3"), "--input " + pairs_npy + " --axis 0"}) {
-      const Run r = cli("--backend all --op " + op + " " + mode);
-      CHECK_MESSAGE(r.code == 2, op, " ", mode, ": ", r.out);
-      CHECK_MESSAGE(one_error_line(r.out), op, " ", mode, ": ", r.out);
-      CHECK_MESSAGE(r.out.find("fold ops") != std::string::npos, r.out);
-    }
+  // A pair op on a strategy of the folds, and exact mode for a pair op: one line each.
+  for (const std::string args : {"--shape 7x5 --axis 1 --op argmin --kernel rows", "--segments 5 --seg-len 3 --op minmax --exact"}) {
+    const Run r = cli("--backend omp " + args);
+    CHECK_MESSAGE(r.code == 2, args, ": ", r.out);
+    CHECK_MESSAGE(one_error_line(r.out), args, ": ", r.out);
+  }
   const auto bad = (fs::path(XR_TEST_TMP) / "bad_offsets.npy").string();
   const std::vector<std::int64_t> decreasing{0, 5, 3};
   xr::save_npy(bad, xr::HostArray::of(std::span<const std::int64_t>(decreasing)));

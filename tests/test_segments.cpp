@@ -40,24 +40,31 @@ using namespace xr;
 using namespace xr_seg;
 using namespace xr_seg_suite;
 
-TEST_CASE("the strategies: auto first, each with a note, its layouts, every fold and exact sums; the Reducer's list") {
+TEST_CASE("the strategies: auto first, each with a note, its layouts, the folds or the pair ops; the Reducer's list") {
   const auto list = entry().segment_kernels();
   REQUIRE(!list.empty());
   CHECK(list.front().name == "auto");
   CHECK(list.front().kind == KernelKind::Auto);
   for (SegmentKind kind : {SegmentKind::Rows, SegmentKind::Columns, SegmentKind::Offsets}) {
     CHECK(list.front().reduces(kind));
-    CHECK(strategies(kind).size() >= 2);  // auto and at least one strategy of its own
+    CHECK(strategies(kind).size() >= 2);       // auto and at least one fold strategy of its own
+    CHECK(pair_strategies(kind).size() >= 2);  // auto and one that takes the pair ops
   }
   const auto types = segment_dtypes();
   for (const auto& k : list) {
     INFO(k.name);
     CHECK(!k.note.empty());
     CHECK(!k.layouts.empty());
-    CHECK(k.ops.size() == kFoldCount);
-    for (Op op : fold_ops) CHECK(std::find(k.ops.begin(), k.ops.end(), op) != k.ops.end());
+    // auto takes every op; each other strategy the folds (exact sums through pieces, whatever the
+    // strategy) or the pair ops.
+    const bool folds = std::find(k.ops.begin(), k.ops.end(), Op::Sum) != k.ops.end();
+    const std::vector<Op> want = k.kind == KernelKind::Auto ? std::vector<Op>(all_ops.begin(), all_ops.end())
+                                 : folds                    ? std::vector<Op>(fold_ops.begin(), fold_ops.end())
+                                                            : std::vector<Op>(pair_ops.begin(), pair_ops.end());
+    CHECK(k.ops.size() == want.size());
+    for (Op op : want) CHECK(std::find(k.ops.begin(), k.ops.end(), op) != k.ops.end());
     for (DType t : k.types) CHECK(std::find(types.begin(), types.end(), t) != types.end());
-    CHECK(k.exact);  // exact sums go through pieces, whatever the strategy
+    CHECK(k.exact == folds);
   }
   // The entry's list is the Reducer's: names, layouts and types.
   const auto from_reducer = reducer().segment_kernels();
@@ -221,6 +228,127 @@ TEST_CASE("empty segments: the identity of every op; a sum of -0 terms is -0, an
     CHECK_MESSAGE((got.values.as<float>()[1] == 0.0f && !std::signbit(got.values.as<float>()[1])), s);
     CHECK_MESSAGE(std::signbit(got.values.as<float>()[2]), s);
   }
+}
+
+// Each segment's pair op against the whole-array reduction of its elements (reference_reduce, the
+// oracle of the whole-array pair ops): the value, and the index or the max, bit for bit (-0 and +0
+// differ); an empty segment has the identity and index -1.
+void check_by_whole(const SegmentedResult& got, const HostBuffer& data, const SegmentLayout& l, Op op,
+                    const std::string& what) {
+  visit_dtype(data.type(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = data.as<T>();
+    std::vector<T> seg;
+    for (u64 i = 0; i < l.count; ++i) {
+      seg.clear();
+      if (l.kind == SegmentKind::Columns) {
+        for (u64 r = 0; r < l.length; ++r) seg.push_back(x[i + r * l.stride]);
+      } else {
+        const u64 b = l.kind == SegmentKind::Rows ? i * l.stride : static_cast<u64>(l.offsets[i]);
+        const u64 e = l.kind == SegmentKind::Rows ? b + l.length : static_cast<u64>(l.offsets[i + 1]);
+        seg.assign(x + b, x + e);
+      }
+      INFO(what, ", segment ", i, " of ", seg.size());
+      if (seg.empty()) {
+        CHECK(got.value(i).same_bits(empty_segment_value(op, data.type())));
+        if (is_indexed(op)) CHECK(got.index(i) == -1);
+        else CHECK(got.maximum(i).same_bits(empty_segment_maximum(data.type())));
+        continue;
+      }
+      const Reference whole = reference_reduce(HostArray::of(std::span<const T>(seg)), op);
+      CHECK(got.value(i).same_bits(whole.value));
+      if (is_indexed(op)) CHECK(got.index(i) == whole.index);
+      else CHECK(got.maximum(i).same_bits(whole.maximum));
+    }
+  });
+}
+
+TEST_CASE("pair ops: argmin, argmax, minmax on rows and columns of every shape, order and stride; every type") {
+  // Each (shape, axis, type) takes one pair op, turning with the shape, axis and type, so that
+  // every pair op meets every type and every shape and axis, on each strategy that takes them
+  // (auto and pairs): one program per (op, type) where kernels compile at run time.
+  const auto types = segment_dtypes();
+  for (std::size_t k = 0; k < kSmallShapes.size(); ++k) {
+    const MatrixShape& shape = kSmallShapes[k];
+    for (int axis : {0, 1}) {
+      const SegmentLayout l = axis_layout(shape, axis);
+      for (std::size_t ti = 0; ti < types.size(); ++ti) {
+        const Op op = pair_ops[(2 * k + static_cast<std::size_t>(axis) + ti) % pair_ops.size()];
+        // Integers in [-1000, 1000]: ties in every long row or column.
+        const HostBuffer data = matrix_data(types[ti], shape, op, 50 + k);
+        const SegmentReference ref = reference_of(data, shape, axis, op);
+        for (const auto& s : pair_strategies(l.kind)) {
+          const SegmentedResult got = check_axis(data, shape, axis, op, s, {}, &ref);
+          check_by_whole(got, data, l, op, what_of(s, op, types[ti], shape_text(shape, axis)));
+        }
+      }
+    }
+  }
+  // Longer rows and columns: several loads a lane, work-groups and warps, row bands.
+  const Axis longer[] = {{{3, 70001}, 1}, {{300, 517, 520}, 1}, {{2000, 33}, 0}, {{70001, 3, 4}, 0}, {{40, 3000, 0, Order::Fortran}, 0}};
+  for (std::size_t k = 0; k < std::size(longer); ++k)
+    for (Op op : pair_ops) {
+      const Axis& a = longer[k];
+      const DType t = k % 2 ? DType::I32 : DType::F32;
+      const HostBuffer data = matrix_data(t, a.shape, op, 60 + k);
+      const SegmentReference ref = reference_of(data, a.shape, a.axis, op);
+      for (const auto& s : pair_strategies(axis_layout(a.shape, a.axis).kind)) check_axis(data, a.shape, a.axis, op, s, {}, &ref);
+    }
+}
+
+TEST_CASE("pair ops on CSR segments: empty segments, ties, the first NaN, -0 and +0, type limits") {
+  // Segments (from element 2): empty, three zeros (+0, -0, +0), NaNs at 1 and 3, ties of the
+  // least and the greatest value, -0 before +0, empty, one element, a long one with ties and a NaN
+  // near its end, empty last.
+  const std::vector<u64> lengths = {0, 3, 5, 12, 40, 0, 1, 5000, 0};
+  const auto offsets = offsets_of(lengths, 2);
+  const auto n = static_cast<u64>(offsets.back()) + 3;
+  const SegmentLayout l = offsets_layout(offsets);
+  const auto at = [&](std::size_t segment, u64 k) { return static_cast<u64>(offsets[segment]) + k; };
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::U8, DType::I64, DType::U64}) {
+    HostBuffer data = generate(t, n, Dist::Uniform, 70);
+    visit_dtype(t, [&](auto zero) {
+      using T = decltype(zero);
+      T* x = data.as<T>();
+      const T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+      x[at(3, 2)] = x[at(3, 7)] = lo;  // ties: the first of each extreme wins
+      x[at(3, 4)] = x[at(3, 9)] = hi;
+      x[at(7, 10)] = x[at(7, 4000)] = lo;
+      x[at(7, 20)] = x[at(7, 4500)] = hi;
+      if constexpr (is_float_v<T>) {
+        x[at(1, 0)] = T(0.0f);
+        x[at(1, 1)] = T(-0.0f);
+        x[at(1, 2)] = T(0.0f);
+        x[at(2, 1)] = x[at(2, 3)] = std::numeric_limits<T>::quiet_NaN();
+        for (u64 k = 0; k < 40; ++k) x[at(4, k)] = T(k == 0 ? -0.0f : 0.0f);
+        x[at(7, 4990)] = std::numeric_limits<T>::quiet_NaN();
+      }
+    });
+    for (Op op : pair_ops) {
+      const SegmentReference ref = reference_of(data, offsets, op);
+      for (const auto& s : pair_strategies(SegmentKind::Offsets)) {
+        const std::string what = what_of(s, op, t, "pair cases");
+        const SegmentedResult got = check_offsets_run(data, offsets, op, s, "pair cases", {}, &ref);
+        check_by_whole(got, data, l, op, what);
+        if (!is_indexed(op)) continue;
+        CHECK_MESSAGE(got.index(3) == (op == Op::ArgMin ? 2 : 4), what);
+        CHECK_MESSAGE(got.index(7) == (is_float(t) ? 4990 : op == Op::ArgMin ? 10 : 20), what);
+        if (is_float(t)) {
+          CHECK_MESSAGE(got.index(1) == 0, what);
+          CHECK_MESSAGE(!std::signbit(got.value(1).f), what);  // +0 first; -0 ties it
+          CHECK_MESSAGE(got.index(2) == 1, what);              // the first NaN
+          CHECK_MESSAGE(std::signbit(got.value(4).f), what);   // -0 first
+        }
+      }
+    }
+  }
+  // Exact mode has nothing to do for the pair ops.
+  RunOptions exact;
+  exact.exact = true;
+  const HostBuffer data = generate(DType::F32, 10, Dist::Uniform, 71);
+  for (Op op : pair_ops)
+    CHECK_THROWS_WITH_AS(entry().reduce_segments(data, std::vector<i64>{0, 4, 10}, op, exact),
+                         doctest::Contains("exact mode covers sums"), InvalidArgument);
 }
 
 TEST_CASE("NaN in one segment makes its min and max NaN, and no other") {

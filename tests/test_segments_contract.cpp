@@ -193,14 +193,22 @@ TEST_CASE("bad arguments: one InvalidArgument naming the problem and its positio
   CHECK_THROWS_AS(entry().reduce_axis(x, MatrixShape{2, 5}, 1, Op::Prod, exact), InvalidArgument);
 }
 
-TEST_CASE("the pair ops have no segmented kernels: one clear error") {
+TEST_CASE("a strategy that does not take an op: one clear error naming those that do") {
   const std::vector<i64> o{0, 2, 4};
   const HostBuffer data = generate(DType::F32, 4, Dist::Uniform, 1);
-  for (Op op : pair_ops) {
-    const std::string message = "does not support " + std::string(to_string(op)) + " on f32";
-    CHECK_THROWS_WITH_AS(entry().reduce_segments(data, o, op), doctest::Contains(message.c_str()), InvalidArgument);
-    CHECK_THROWS_WITH_AS(entry().reduce_axis(data, MatrixShape{2, 2}, 1, op), doctest::Contains(message.c_str()),
+  // A fold strategy asked for a pair op, and a pair strategy asked for a fold.
+  const std::string fold_strategy = strategies(SegmentKind::Offsets).at(1);
+  const std::string pair_strategy = pair_strategies(SegmentKind::Offsets).at(1);
+  for (Op op : all_ops) {
+    RunOptions named;
+    named.kernel = is_pair(op) ? fold_strategy : pair_strategy;
+    const std::string message = "does not take " + std::string(to_string(op));
+    CHECK_THROWS_WITH_AS(entry().reduce_segments(data, o, op, named), doctest::Contains(message.c_str()), InvalidArgument);
+    CHECK_THROWS_WITH_AS(entry().reduce_axis(data, MatrixShape{2, 2}, 1, op, named), doctest::Contains(message.c_str()),
                          InvalidArgument);
+    // ... and names a strategy that does.
+    CHECK_THROWS_WITH_AS(entry().reduce_segments(data, o, op, named),
+                         doctest::Contains((is_pair(op) ? pair_strategy : fold_strategy).c_str()), InvalidArgument);
   }
 }
 
@@ -233,7 +241,7 @@ TEST_SUITE("host entry") {
     const auto offsets = offsets_of({5, 0, 2500, 999, 1000, 1001, 0, 3, 4000});
     const MatrixShape tall{5000, 3, 4, Order::C}, wide{3, 5000, 0, Order::C};
     for (DType t : {DType::F32, DType::I32, DType::F64})
-      for (Op op : fold_ops)
+      for (Op op : all_ops)
         for (bool exact : {false, true}) {
           if (exact && !(op == Op::Sum && is_float(t))) continue;
           RunOptions o = small;

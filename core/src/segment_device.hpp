@@ -51,7 +51,11 @@ struct SegmentJob {
   Memory data;                     // n elements
   std::uint64_t n = 0;             // >= layout.span() (unsynchronised Offsets jobs: offsets are clamped to n)
   Memory offsets;                  // Offsets layouts of device jobs: count + 1 int64 values on the device
-  Memory out;                      // layout.count values of result_type
+  // layout.count records of segment_record_bytes(op, type, accumulator) bytes: values of
+  // result_type for the folds; for a pair op pair_record_t<op, T> over the input type, an index
+  // within its segment (0 .. length - 1; -1 for an empty segment, whose record is
+  // empty_segment_record's).
+  Memory out;
   // true: warmup + repeat passes, timed, and the values in `out` when reduce() returns.
   // false (device jobs only): one pass enqueued in order on the device's stream or queue, untimed;
   // reduce() returns at once.
@@ -152,9 +156,9 @@ inline Range segment_range(const SegmentLayout& l, std::uint64_t i) {
   return {static_cast<std::uint64_t>(l.offsets[i]), static_cast<std::uint64_t>(l.offsets[i + 1])};
 }
 
-// InvalidArgument for a pair op: segmented reductions take the fold ops (the host reference's
-// check; a backend's strategies refuse pair ops as ops they do not support).
-void require_fold(Op op);
+// The record of an empty segment of (op, type, acc) into `bytes` (segment_record_bytes of them):
+// empty_segment_value, and for argmin and argmax index -1, for minmax empty_segment_maximum.
+void empty_segment_record(Op op, DType type, Accumulator acc, void* bytes);
 
 // Checks a segmented call before anything runs: options, the strategy (a known name that supports
 // op and type and reduces the layout's kind). The strategy's KernelInfo.

@@ -15,8 +15,55 @@
 
 namespace xr {
 
+namespace {
+
+// Element k of segment i of the layout over x.
+template <class T> T segment_element(const T* x, const SegmentLayout& l, std::uint64_t i, std::uint64_t k) {
+  if (l.kind == SegmentKind::Columns) return x[i + k * l.stride];
+  return x[detail::segment_range(l, i).begin + k];
+}
+
+std::uint64_t segment_length(const SegmentLayout& l, std::uint64_t i) {
+  if (l.kind == SegmentKind::Columns) return l.length;
+  const detail::Range r = detail::segment_range(l, i);
+  return r.end - r.begin;
+}
+
+// A pair op's reference: each segment's record by PairFn, element k at index k.
+void reference_pairs(const void* data, const SegmentLayout& layout, SegmentReference& ref) {
+  visit_pair(ref.op, [&](auto fn) {
+    using F = decltype(fn);
+    visit_dtype(ref.type, [&](auto zero) {
+      using T = decltype(zero);
+      const T* x = static_cast<const T*>(data);
+      if constexpr (F::op == Op::MinMax) ref.maxima = HostBuffer(ref.type, layout.count);
+      else ref.indices.resize(layout.count);
+#pragma omp parallel for schedule(dynamic, 1024)
+      for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(layout.count); ++signed_i) {
+        const auto i = static_cast<std::uint64_t>(signed_i);
+        const std::uint64_t len = segment_length(layout, i);
+        ref.length[i] = len;
+        auto r = F::template identity<T>();
+        for (std::uint64_t k = 0; k < len; ++k) {
+          const T v = segment_element(x, layout, i, k);
+          if constexpr (F::op == Op::MinMax) r = F::apply(r, {v, v});
+          else r = F::apply(r, {v, static_cast<std::int64_t>(k)});
+        }
+        if constexpr (F::op == Op::MinMax) {
+          ref.values.as<T>()[i] = r.min;
+          ref.maxima.as<T>()[i] = r.max;
+        } else {
+          ref.values.as<T>()[i] = r.value;
+          ref.indices[i] = r.index == kNoIndex ? -1 : r.index;
+        }
+      }
+    });
+  });
+}
+
+}  // namespace
+
 SegmentReference reference_segments(HostArray data, const SegmentLayout& layout, Op op, Accumulator acc) {
-  detail::require_fold(op);
   if (layout.span() > data.n)
     throw InvalidArgument("reference_segments: the layout reaches element " + std::to_string(layout.span()) +
                           " of an input of " + std::to_string(data.n));
@@ -25,6 +72,10 @@ SegmentReference reference_segments(HostArray data, const SegmentLayout& layout,
   ref.type = data.type;
   ref.values = HostBuffer(result_dtype(op, data.type, acc), layout.count);
   ref.length.resize(layout.count);
+  if (is_pair(op)) {
+    reference_pairs(data.data, layout, ref);
+    return ref;
+  }
   const bool float_sum = op == Op::Sum && is_float(data.type);
   if (is_float(data.type) && (op == Op::Sum || op == Op::Prod)) ref.magnitude.resize(layout.count);
   if (is_float(data.type) && op == Op::Prod) ref.order_dependent.resize(layout.count);
@@ -104,19 +155,39 @@ SegmentAgreement check_segments(const SegmentedResult& result, const SegmentRefe
     a.first_bad = 0;
     return a;
   }
+  if (result.indices.size() != ref.indices.size() || result.maxima.size() != ref.maxima.size()) {
+    a.detail = std::to_string(result.indices.size()) + " indices and " + std::to_string(result.maxima.size()) +
+               " maxima where the reference has " + std::to_string(ref.indices.size()) + " and " +
+               std::to_string(ref.maxima.size()) + " (" + std::string(to_string(ref.op)) + ")";
+    a.first_bad = 0;
+    return a;
+  }
   const std::size_t size = size_of(ref.values.type());
   const auto* got = static_cast<const unsigned char*>(result.values.data());
   const auto* want = static_cast<const unsigned char*>(ref.values.data());
+  const std::size_t max_size = ref.maxima.size() ? size_of(ref.maxima.type()) : 0;
+  const auto* got_max = static_cast<const unsigned char*>(result.maxima.data());
+  const auto* want_max = static_cast<const unsigned char*>(ref.maxima.data());
+  // The same bits of the value, and of the index or the max where the op has one.
+  const auto same_bits = [&](std::uint64_t i) {
+    if (std::memcmp(got + i * size, want + i * size, size) != 0) return false;
+    if (!ref.indices.empty() && result.indices.as<std::int64_t>()[i] != ref.indices[i]) return false;
+    return max_size == 0 || std::memcmp(got_max + i * max_size, want_max + i * max_size, max_size) == 0;
+  };
   // check_result's verdict on value i.
   const auto judge = [&](std::uint64_t i) {
     Result r;
     r.value = result.value(i);
+    r.index = result.index(i);
+    r.maximum = result.maximum(i);
     r.rounding_depth = result.rounding_depth ? std::min<std::uint64_t>(result.rounding_depth, ref.length[i]) : ref.length[i];
     Reference expected;
     expected.value = detail::scalar_from_bytes(ref.values.type(), want + i * size);
     expected.n = ref.length[i];
     expected.op = ref.op;
     expected.type = ref.type;
+    if (!ref.indices.empty()) expected.index = ref.indices[i];
+    if (max_size) expected.maximum = detail::scalar_from_bytes(ref.maxima.type(), want_max + i * max_size);
     if (!ref.magnitude.empty()) expected.magnitude = ref.magnitude[i];
     if (!ref.order_dependent.empty()) expected.order_dependent = ref.order_dependent[i] != 0;
     return check_result(r, expected, exact);
@@ -126,7 +197,7 @@ SegmentAgreement check_segments(const SegmentedResult& result, const SegmentRefe
   for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(a.count); ++signed_i) {
     const auto i = static_cast<std::uint64_t>(signed_i);
     // The same bits agree under every rule; anything else goes to check_result.
-    if (std::memcmp(got + i * size, want + i * size, size) == 0 || judge(i).ok) ++agree;
+    if (same_bits(i) || judge(i).ok) ++agree;
     else first_bad = std::min(first_bad, i);
   }
   a.agree = agree;

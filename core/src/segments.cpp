@@ -91,11 +91,38 @@ void check_offsets(std::span<const std::int64_t> offsets, std::uint64_t n) {
                           ", past the input's " + std::to_string(n) + " elements");
 }
 
+namespace {
+
+// Calls f(PairFn<op>{}, T{}) for a pair op over the input type.
+template <class F> decltype(auto) visit_pair_type(Op op, DType type, F&& f) {
+  return visit_pair(op, [&](auto fn) { return visit_dtype(type, [&](auto t) { return f(fn, t); }); });
+}
+
+// The fold whose identity a pair op's empty value is: min for argmin and minmax, max for argmax.
+Op value_fold(Op op) { return op == Op::ArgMax ? Op::Max : op == Op::ArgMin || op == Op::MinMax ? Op::Min : op; }
+
+}  // namespace
+
 Scalar empty_segment_value(Op op, DType type, Accumulator acc) {
+  const Op fold = value_fold(op);
   return visit_dtype(result_dtype(op, type, acc), [&](auto zero) {
     using T = decltype(zero);
-    return Scalar::of<T>(op == Op::Min || op == Op::Max ? identity<T>(op) : empty_value<T>(op));
+    return Scalar::of<T>(fold == Op::Min || fold == Op::Max ? identity<T>(fold) : empty_value<T>(fold));
   });
+}
+
+Scalar empty_segment_maximum(DType type) {
+  return visit_dtype(type, [](auto zero) { return Scalar::of(identity<decltype(zero)>(Op::Max)); });
+}
+
+std::size_t segment_record_bytes(Op op, DType type, Accumulator acc) {
+  if (!is_pair(op)) return size_of(result_dtype(op, type, acc));
+  return visit_pair_type(op, type, [](auto fn, auto t) { return sizeof(pair_record_t<decltype(fn)::op, decltype(t)>); });
+}
+
+std::size_t segment_record_align(Op op, DType type, Accumulator acc) {
+  if (!is_pair(op)) return size_of(result_dtype(op, type, acc));
+  return visit_pair_type(op, type, [](auto fn, auto t) { return alignof(pair_record_t<decltype(fn)::op, decltype(t)>); });
 }
 
 Scalar SegmentedResult::value(std::uint64_t i) const {
@@ -104,13 +131,37 @@ Scalar SegmentedResult::value(std::uint64_t i) const {
   return detail::scalar_from_bytes(values.type(), static_cast<const unsigned char*>(values.data()) + i * size_of(values.type()));
 }
 
+std::int64_t SegmentedResult::index(std::uint64_t i) const {
+  if (i >= values.size())
+    throw InvalidArgument("index " + std::to_string(i) + " of " + std::to_string(values.size()));
+  return i < indices.size() ? indices.as<std::int64_t>()[i] : -1;
+}
+
+Scalar SegmentedResult::maximum(std::uint64_t i) const {
+  if (i >= values.size())
+    throw InvalidArgument("maximum " + std::to_string(i) + " of " + std::to_string(values.size()));
+  if (i >= maxima.size()) return {};
+  return detail::scalar_from_bytes(maxima.type(), static_cast<const unsigned char*>(maxima.data()) + i * size_of(maxima.type()));
+}
+
 namespace detail {
 
-void require_fold(Op op) {
-  if (!is_pair(op)) return;
-  std::string folds;
-  for (Op f : fold_ops) folds += (folds.empty() ? "" : ", ") + std::string(to_string(f));
-  throw InvalidArgument("segmented reductions take the fold ops (" + folds + "), not " + std::string(to_string(op)));
+void empty_segment_record(Op op, DType type, Accumulator acc, void* bytes) {
+  const Scalar value = empty_segment_value(op, type, acc);
+  if (!is_pair(op)) {
+    visit_dtype(value.type, [&](auto zero) {
+      const auto v = value.as<decltype(zero)>();
+      std::memcpy(bytes, &v, sizeof v);
+    });
+    return;
+  }
+  visit_pair_type(op, type, [&](auto fn, auto t) {
+    using T = decltype(t);
+    pair_record_t<decltype(fn)::op, T> r{};
+    if constexpr (requires { r.index; }) r = {value.as<T>(), -1};
+    else r = {value.as<T>(), empty_segment_maximum(type).as<T>()};
+    std::memcpy(bytes, &r, sizeof r);
+  });
 }
 
 void merge_piece(ExactSum& sum, const std::int64_t* words, DType type) {
@@ -212,27 +263,46 @@ struct Call {
     j.out = Memory::host(dst);
     return device.reduce(j);
   }
-  unsigned char* value_at(std::uint64_t i) const { return out + i * size_of(result_type); }
-  // dst = dst (op) part, for parts of one segment reduced apart, in order.
-  void combine_into(void* dst, const void* part) const {
-    visit_dtype(result_type, [&](auto zero) {
-      using T = decltype(zero);
-      T a, b;
+  std::size_t record_bytes() const { return segment_record_bytes(op, type, options.accumulator); }
+  unsigned char* value_at(std::uint64_t i) const { return out + i * record_bytes(); }
+  // dst = dst (op) part, for parts of one segment reduced apart, in order; `part` starts `shift`
+  // elements into the segment (the pair ops' indices within it move by that much).
+  void combine_into(void* dst, const void* part, std::uint64_t shift) const {
+    if (!is_pair(op)) {
+      visit_dtype(result_type, [&](auto zero) {
+        using T = decltype(zero);
+        T a, b;
+        std::memcpy(&a, dst, sizeof a);
+        std::memcpy(&b, part, sizeof b);
+        a = combine<T>(op, a, b);
+        std::memcpy(dst, &a, sizeof a);
+      });
+      return;
+    }
+    visit_pair_type(op, type, [&](auto fn, auto t) {
+      using F = decltype(fn);
+      pair_record_t<F::op, decltype(t)> a, b;
       std::memcpy(&a, dst, sizeof a);
       std::memcpy(&b, part, sizeof b);
-      a = combine<T>(op, a, b);
+      if constexpr (requires { a.index; }) {  // -1 (nothing) is the identity's kNoIndex here
+        a.index = a.index < 0 ? kNoIndex : a.index;
+        b.index = b.index < 0 ? kNoIndex : b.index + static_cast<std::int64_t>(shift);
+        a = F::apply(a, b);
+        a.index = a.index == kNoIndex ? -1 : a.index;
+      } else {
+        a = F::apply(a, b);
+      }
       std::memcpy(dst, &a, sizeof a);
     });
   }
 };
 
-// Every value the op's empty value: rows or columns of no elements (whatever their stride).
+// Every value the op's empty record: rows or columns of no elements (whatever their stride).
 void fill_empty(Call& c) {
-  const Scalar empty = empty_segment_value(c.op, c.type, c.options.accumulator);
-  visit_dtype(c.result_type, [&](auto zero) {
-    using T = decltype(zero);
-    std::fill_n(reinterpret_cast<T*>(c.out), c.layout.count, empty.as<T>());
-  });
+  const std::size_t size = c.record_bytes();
+  unsigned char empty[kMaxCellBytes];
+  empty_segment_record(c.op, c.type, c.options.accumulator, empty);
+  for (std::uint64_t i = 0; i < c.layout.count; ++i) std::memcpy(c.out + i * size, empty, size);
 }
 
 // Rows and Offsets: runs of whole segments up to the budget; a segment longer than the budget
@@ -241,7 +311,7 @@ void run_runs(Call& c) {
   Window& window = c.window;
   const SegmentLayout& l = c.layout;
   if (l.kind == SegmentKind::Rows && l.length == 0) return fill_empty(c);
-  const std::size_t rsize = size_of(c.result_type);
+  const std::size_t rsize = c.record_bytes();
   std::vector<std::int64_t> local;
   std::uint64_t i = 0;
   while (i < l.count) {
@@ -254,7 +324,7 @@ void run_runs(Call& c) {
         SegmentLayout one{SegmentKind::Rows, 1, len, len, nullptr};
         c.tally.add(c.job(window.get(b, len), len, one, parts ? part.data() : c.value_at(i)),
                     (first.end - first.begin + c.budget - 1) / c.budget);
-        if (parts) c.combine_into(c.value_at(i), part.data());
+        if (parts) c.combine_into(c.value_at(i), part.data(), b - first.begin);
       }
       ++i;
       continue;
@@ -281,7 +351,7 @@ void run_columns(Call& c) {
   const SegmentLayout& l = c.layout;
   const std::uint64_t width = std::min(l.count, c.budget);
   const std::uint64_t height = std::max<std::uint64_t>(1, c.budget / width);
-  HostBuffer part(c.result_type, width);
+  std::vector<unsigned char> part(width * c.record_bytes());
   if (l.length == 0) return fill_empty(c);  // columns of no rows
   for (std::uint64_t col = 0; col < l.count; col += width) {
     const std::uint64_t w = std::min(width, l.count - col);
@@ -292,7 +362,7 @@ void run_columns(Call& c) {
       c.tally.add(c.job(window.tile(row, h, col, w, l.stride), h * w, tile, dst), (l.length + height - 1) / height);
       if (row)
         for (std::uint64_t k = 0; k < w; ++k)
-          c.combine_into(c.value_at(col + k), static_cast<unsigned char*>(part.data()) + k * size_of(c.result_type));
+          c.combine_into(c.value_at(col + k), part.data() + k * c.record_bytes(), row);
     }
   }
 }
@@ -392,6 +462,36 @@ std::uint64_t bytes_read(const SegmentLayout& l, DType type) {
   return l.elements() * size_of(type) + (l.kind == SegmentKind::Offsets ? (l.count + 1) * sizeof(std::int64_t) : 0);
 }
 
+// A pair op's records (host memory, segment_record_bytes apart) into the result's values and
+// indices or maxima.
+void split_records(Op op, DType type, const unsigned char* records, SegmentedResult& result) {
+  const std::uint64_t count = result.values.size();
+  visit_pair_type(op, type, [&](auto fn, auto t) {
+    using T = decltype(t);
+    using R = pair_record_t<decltype(fn)::op, T>;
+    T* values = result.values.as<T>();
+    if constexpr (requires(R r) { r.index; }) {
+      result.indices = HostBuffer(DType::I64, count);
+      auto* indices = result.indices.as<std::int64_t>();
+      for (std::uint64_t i = 0; i < count; ++i) {
+        R r;
+        std::memcpy(&r, records + i * sizeof(R), sizeof r);
+        values[i] = r.value;
+        indices[i] = r.index;
+      }
+    } else {
+      result.maxima = HostBuffer(type, count);
+      T* maxima = result.maxima.as<T>();
+      for (std::uint64_t i = 0; i < count; ++i) {
+        R r;
+        std::memcpy(&r, records + i * sizeof(R), sizeof r);
+        values[i] = r.min;
+        maxima[i] = r.max;
+      }
+    }
+  });
+}
+
 // Runs the call's jobs (exact pieces, column tiles, or runs of segments) into c.out and fills the
 // record's timing, kernel and rounding fields from them. The wall time in ms.
 double run_call(Call& c, bool exact, Result& r, std::uint64_t& rounding_depth) {
@@ -413,13 +513,13 @@ double run_call(Call& c, bool exact, Result& r, std::uint64_t& rounding_depth) {
 // The fields every segmented record carries: backend, device, n, op, type, repeats, and bytes per
 // second over total_ms when set, else kernel_ms.
 void fill_record(Result& r, std::string_view backend, const std::string& device_name, const SegmentLayout& layout,
-                 Op op, DType type, DType result_type, const RunOptions& options) {
+                 Op op, DType type, const RunOptions& options) {
   fill_identity(r, backend, layout.elements(), op, type);
   r.device = device_name;
   r.repeats = options.repeat;
   r.value = Scalar::of<std::int64_t>(0);
   const double ms = r.total_ms > 0 ? r.total_ms : r.kernel_ms;
-  const std::uint64_t bytes = bytes_read(layout, type) + layout.count * size_of(result_type);
+  const std::uint64_t bytes = bytes_read(layout, type) + layout.count * segment_record_bytes(op, type, options.accumulator);
   r.bytes_per_s = ms > 0 ? static_cast<double>(bytes) / (ms * 1e-3) : 0;
 }
 
@@ -428,7 +528,17 @@ void fill_record(Result& r, std::string_view backend, const std::string& device_
 KernelInfo check_segment_call(SegmentDevice& device, std::string_view backend, const SegmentLayout& layout, Op op,
                               DType type, const RunOptions& options) {
   check_options(options);
-  const KernelInfo k = find_strategy(device.kernels(), options.kernel, backend);
+  const std::vector<KernelInfo> kernels = device.kernels();
+  const KernelInfo k = find_strategy(kernels, options.kernel, backend);
+  // A strategy takes the folds or the pair ops (auto both): one line naming those that take op.
+  if (std::find(k.ops.begin(), k.ops.end(), op) == k.ops.end()) {
+    std::string takers;
+    for (const auto& other : kernels)
+      if (std::find(other.ops.begin(), other.ops.end(), op) != other.ops.end())
+        takers += (takers.empty() ? "" : ", ") + other.name;
+    throw InvalidArgument(std::string(backend) + " segment strategy '" + k.name + "' does not take " +
+                          std::string(to_string(op)) + " (strategies that do: " + takers + ")");
+  }
   check_request(k, op, type, 1, backend, options);
   if (!k.reduces(layout.kind))
     throw InvalidArgument(std::string(backend) + " segment strategy '" + k.name + "' does not reduce " +
@@ -452,9 +562,11 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
   r.kernel = k.name;
   r.path = source.memory() ? "resident" : "stream";
 
+  // A pair op's jobs write records, split into values and indices or maxima at the end.
+  HostBuffer records(DType::U8, is_pair(op) ? layout.count * segment_record_bytes(op, type) : 0);
   if (layout.count) {
     Call c{device, Window(source, type), op, type, result.values.type(), options, layout, 0, {},
-           static_cast<unsigned char*>(result.values.data())};
+           static_cast<unsigned char*>(is_pair(op) ? records.data() : result.values.data())};
     std::uint64_t budget = device.max_job_bytes(options) / size_of(type);
     if (!budget) budget = std::numeric_limits<std::uint64_t>::max();
     if (options.chunk_elements) budget = std::min(budget, options.chunk_elements);
@@ -468,9 +580,10 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
   } else {
     r.finish = "none (no segments)";
   }
+  if (is_pair(op)) split_records(op, type, static_cast<const unsigned char*>(records.data()), result);
   result.bytes_read = bytes_read(layout, type);
-  result.bytes_written = layout.count * size_of(result.values.type());
-  fill_record(r, backend, device_name, layout, op, type, result.values.type(), options);
+  result.bytes_written = layout.count * segment_record_bytes(op, type, options.accumulator);
+  fill_record(r, backend, device_name, layout, op, type, options);
   return result;
 }
 
@@ -534,7 +647,7 @@ Result run_device_segments(SegmentDevice& device, std::string_view backend, cons
     r.chunks = 1;
     r.rounding_depth = o.depth;
   }
-  fill_record(r, backend, device_name, layout, call.op, call.type, result_type, options);
+  fill_record(r, backend, device_name, layout, call.op, call.type, options);
   return r;
 }
 

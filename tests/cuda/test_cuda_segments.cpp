@@ -81,6 +81,13 @@ void expect_reference(const HostBuffer& values, u64 depth, const HostBuffer& dat
   CHECK_MESSAGE(a.ok(), what, ": ", a.detail);
 }
 
+// A whole result (values, and a pair op's indices or maxima) against the host reference.
+void expect_result(const SegmentedResult& got, const HostBuffer& data, const SegmentLayout& layout, Op op,
+                   const RunOptions& o, const std::string& what) {
+  const xr::SegmentAgreement a = xr::check_segments(got, xr::reference_segments(data.view(), layout, op, o.accumulator), o.exact);
+  CHECK_MESSAGE(a.ok(), what, ": ", a.detail);
+}
+
 bool same_bits(const HostBuffer& a, const HostBuffer& b) {
   return a.type() == b.type() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
 }
@@ -106,7 +113,7 @@ TEST_CASE("segment strategies: names, order, kinds, types and layouts") {
   const auto list = xr::cuda::segment_kernels();
   std::vector<std::string> names;
   for (const auto& k : list) names.push_back(k.name);
-  CHECK(names == std::vector<std::string>{"auto", "subwarp", "warp", "block", "multiblock", "binned", "balanced", "columns", "cub"});
+  CHECK(names == std::vector<std::string>{"auto", "subwarp", "warp", "block", "multiblock", "binned", "balanced", "columns", "pairs", "cub"});
   for (const auto& k : list) {
     INFO(k.name);
     CHECK(k.types == xr::segment_dtypes());
@@ -223,24 +230,27 @@ TEST_CASE("every block size a strategy accepts; the ones it does not are rejecte
   const HostBuffer matrix = xr::generate(DType::F64, rows.rows * rows.cols, xr::Dist::Uniform, 18);
   for (const auto& k : xr::cuda::segment_kernels()) {
     if (k.kind == xr::KernelKind::Baseline) continue;
+    // The pair strategy with argmin on segments and minmax on rows and columns, the others sum and max.
+    const bool pairs = !k.supports(Op::Sum, DType::F64);
+    const Op seg_op = pairs ? Op::ArgMin : Op::Sum, axis_op = pairs ? Op::MinMax : Op::Max;
     for (unsigned block : {32u, 96u, 512u, 1024u}) {
       RunOptions o;
       o.kernel = k.name;
       o.block_size = block;
       const std::string what = k.name + " block " + std::to_string(block);
       if (!k.blocks.accepts(block)) {
-        CHECK_THROWS_AS_MESSAGE(entry.reduce_segments(data, offsets, Op::Sum, o), xr::InvalidArgument, what);
+        CHECK_THROWS_AS_MESSAGE(entry.reduce_segments(data, offsets, seg_op, o), xr::InvalidArgument, what);
         continue;
       }
       if (k.reduces(SegmentKind::Offsets)) {
-        const SegmentedResult got = entry.reduce_segments(data, offsets, Op::Sum, o);
-        expect_reference(got.values, got.rounding_depth, data, offsets_layout(offsets), Op::Sum, o, what);
+        const SegmentedResult got = entry.reduce_segments(data, offsets, seg_op, o);
+        expect_result(got, data, offsets_layout(offsets), seg_op, o, what);
       }
       for (int axis : {0, 1}) {
         const SegmentLayout l = xr::axis_layout(rows, axis);
         if (!k.reduces(l.kind)) continue;
-        const SegmentedResult got = entry.reduce_axis(matrix, rows, axis, Op::Max, o);
-        expect_reference(got.values, got.rounding_depth, matrix, l, Op::Max, o, what + " axis " + std::to_string(axis));
+        const SegmentedResult got = entry.reduce_axis(matrix, rows, axis, axis_op, o);
+        expect_result(got, matrix, l, axis_op, o, what + " axis " + std::to_string(axis));
       }
     }
   }

@@ -41,7 +41,7 @@ TEST_CASE("the strategies: names and layouts, f64 only with cl_khr_fp64") {
     std::vector<std::string> names;
     for (const auto& k : list) names.push_back(k.name);
     CHECK(names == std::vector<std::string>{"auto", "lanes", "workgroup", "multigroup", "binned", "balanced",
-                                            "columns", "serial"});
+                                            "columns", "serial", "pairs"});
     for (const auto& k : list) {
       CAPTURE(k.name);
       const bool lists_f64 = std::find(k.types.begin(), k.types.end(), DType::F64) != k.types.end();

@@ -98,7 +98,7 @@ struct Task {
   const std::int64_t* offsets = nullptr;
   const std::int64_t* host_offsets = nullptr;
   LengthStats stats;
-  void* out = nullptr;  // count values of result_dtype(op, type, acc) on the device
+  void* out = nullptr;  // count records of segment_record_bytes(op, type, acc) on the device
   unsigned block = policy::kSegmentBlock;
   bool block_given = false;  // the caller chose `block` (RunOptions::block_size)
   cudaStream_t stream = nullptr;
@@ -136,7 +136,8 @@ struct Strategy {
   Plan (*plan)(const Task&) = nullptr;
 };
 
-// A strategy's KernelInfo: every fold and element type, exact sums through pieces.
+// A strategy's KernelInfo: every fold and element type, exact sums through pieces (a strategy
+// of other ops sets its own: pairs takes the pair ops alone, auto every op).
 KernelInfo strategy_info(std::string name, KernelKind kind, std::vector<SegmentKind> layouts, BlockRule blocks,
                          std::string note);
 // Block sizes in multiples of 32 up to `max`, policy::kSegmentBlock by default.

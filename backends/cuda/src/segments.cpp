@@ -173,7 +173,7 @@ SegmentOutcome Segments::reduce(const SegmentJob& job) {
   t.scratch = &s;
 
   // Host memory goes to the scratch (input, offsets, values), device memory is used in place.
-  const std::size_t elem = size_of(job.type), rsize = size_of(job.result_type);
+  const std::size_t elem = size_of(job.type), rsize = segment_record_bytes(job.op, job.type, job.options.accumulator);
   const std::size_t offsets_bytes = (l.count + 1) * sizeof(std::int64_t);
   t.in = upload_data ? s.buffer(SegmentScratch::Data, job.n * elem) : device_pointer(job.data);
   if (by_offsets)
@@ -312,7 +312,7 @@ Result device_call(const void* data, u64 n, DType type, const SegmentLayout& lay
                             ", the others on device " + std::to_string(device));
     device = d;
   };
-  if (layout.count) place(out, size_of(result_dtype(op, type, options.accumulator)), "output");
+  if (layout.count) place(out, segment_record_align(op, type, options.accumulator), "output");
   if (by_offsets) place(offsets, sizeof(std::int64_t), "offsets");
   if (n) place(data, size_of(type), "input");
   if (device < 0) check(cudaGetDevice(&device), "cudaGetDevice");

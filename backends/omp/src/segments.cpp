@@ -396,14 +396,17 @@ template <class F> std::uint64_t dispatch(const SegmentJob& job, int threads, F 
   });
 }
 
-KernelInfo strategy(std::string name, std::string note, KernelKind kind, std::vector<SegmentKind> layouts) {
+// A strategy's row: the ops it takes (the folds, with exact sums through pieces; or the pair ops).
+template <std::size_t N>
+KernelInfo strategy(std::string name, std::string note, KernelKind kind, std::vector<SegmentKind> layouts,
+                    const std::array<Op, N>& ops) {
   KernelInfo k;
   k.name = std::move(name);
   k.note = std::move(note);
   k.kind = kind;
-  k.ops.assign(fold_ops.begin(), fold_ops.end());
+  k.ops.assign(ops.begin(), ops.end());
   k.types = segment_dtypes();
-  k.exact = true;
+  k.exact = std::find(k.ops.begin(), k.ops.end(), Op::Sum) != k.ops.end();
   k.layouts = std::move(layouts);
   return k;
 }
@@ -429,24 +432,30 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 std::vector<KernelInfo> Segments::kernels() const {
+  const std::vector<SegmentKind> every{SegmentKind::Rows, SegmentKind::Offsets, SegmentKind::Columns};
   return {
-      strategy("auto", "rows for rows and segments, columns for columns", KernelKind::Auto,
-               {SegmentKind::Rows, SegmentKind::Offsets, SegmentKind::Columns}),
+      strategy("auto", "rows for rows and segments, columns for columns; pairs for argmin, argmax, minmax",
+               KernelKind::Auto, every, all_ops),
       strategy("rows", "elements split evenly over threads, SIMD lanes within a run: any mix of lengths",
-               KernelKind::Rung, {SegmentKind::Rows, SegmentKind::Offsets}),
+               KernelKind::Rung, {SegmentKind::Rows, SegmentKind::Offsets}, fold_ops),
       strategy("columns", "SIMD across columns, rows streamed per thread into partials: reads in order, one partial row per thread", KernelKind::Rung,
-               {SegmentKind::Columns}),
+               {SegmentKind::Columns}, fold_ops),
+      strategy("pairs", "argmin, argmax, minmax: segments over threads, columns in blocks by bands of rows, "
+                        "scalar compares in index order; no SIMD, one thread per segment",
+               KernelKind::Rung, every, pair_ops),
   };
 }
 
 SegmentOutcome Segments::reduce(const SegmentJob& job) {
-  const bool columns = job.layout.kind == SegmentKind::Columns;
+  const bool columns = job.layout.kind == SegmentKind::Columns, pairs = is_pair(job.op);
   const int threads = team(job.options, job.layout.elements());
   std::vector<double> times;
   std::uint64_t depth = 0;
   for (int it = 0; it < job.options.warmup + job.options.repeat; ++it) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (columns)
+    if (pairs)
+      reduce_pairs(job, threads);
+    else if (columns)
       depth = dispatch(job, threads, []<Op O, class T, class A>(const T* x, const SegmentLayout& l, A* out, int nt) {
         return run_columns<O, T, A>(x, l, out, nt);
       });
@@ -459,9 +468,10 @@ SegmentOutcome Segments::reduce(const SegmentJob& job) {
   SegmentOutcome o;
   o.kernel_ms = median(times);
   o.launches = 1;
-  const std::string name = columns ? "columns" : "rows";
+  const std::string name = pairs ? "pairs" : columns ? "columns" : "rows";
   o.kernel = job.options.kernel == "auto" ? "auto:" + name : name;
-  o.finish = columns ? "partials in thread order" : "split segments' pieces in thread order";
+  o.finish = pairs ? (columns ? "row bands' records by PairFn" : "one thread per segment")
+             : columns ? "partials in thread order" : "split segments' pieces in thread order";
   o.depth = job.op == Op::Sum && is_float(job.type) ? depth : 0;
   return o;
 }

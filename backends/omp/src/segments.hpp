@@ -20,4 +20,8 @@ class Segments final : public xr::detail::SegmentDevice {
   double write(const void* from, xr::detail::Memory to, std::uint64_t bytes) override;
 };
 
+// The pair ops (argmin, argmax, minmax) of a job, on `threads` threads: the records of
+// segment_device.hpp (segment_pairs.cpp).
+void reduce_pairs(const xr::detail::SegmentJob& job, int threads);
+
 }  // namespace xr::omp::detail

@@ -189,8 +189,12 @@ constexpr const char* kPairKernel = "xr_pair";
 constexpr const char* kPairRecordsKernel = "xr_pair_records";
 // Local memory per work-item of both: the largest pair_t (a value and a long, or two doubles).
 constexpr std::size_t kPairLocalBytes = 16;
+// The fold a pair op compares by (reduce.cl's XR_OP_ of its programs): max for argmax, else min.
+Op pair_fold(Op op);
+// The -D options pairs.cl adds for (type, op): XR_PAIR_<NAME>, and minmax's XR_MAX_IDENTITY.
+std::string pair_options(DType type, Op op);
 // The -D options of the pair program for (rung, op, type): reduce.cl's for the fold the op
-// compares by, the type as its own accumulator, and XR_PAIR_<NAME>.
+// compares by, the type as its own accumulator, and pair_options.
 std::string pair_program_options(const Rung& rung, const DeviceCaps& caps, DType type, Op op);
 // Every distinct (options) of a pair program that some rung x pair op x type of this device builds.
 std::vector<std::string> all_pair_program_options(const DeviceCaps& caps);

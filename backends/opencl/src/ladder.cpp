@@ -236,13 +236,17 @@ std::vector<std::string> all_program_options(const DeviceCaps& caps) {
   return out;
 }
 
-std::string pair_program_options(const Rung& rung, const DeviceCaps& caps, DType type, Op op) {
-  const Op fold = op == Op::ArgMax ? Op::Max : Op::Min;
-  std::string o = rung_program_options(rung, caps, type, type, fold, Finish::Partials) + " -DXR_PAIR_" +
-                  upper(to_string(op));
+Op pair_fold(Op op) { return op == Op::ArgMax ? Op::Max : Op::Min; }
+
+std::string pair_options(DType type, Op op) {
+  std::string o = " -DXR_PAIR_" + upper(to_string(op));
   if (op == Op::MinMax)
     o += " -DXR_MAX_IDENTITY=" + visit_dtype(type, [](auto t) { return opencl_literal(identity<decltype(t)>(Op::Max)); });
   return o;
+}
+
+std::string pair_program_options(const Rung& rung, const DeviceCaps& caps, DType type, Op op) {
+  return rung_program_options(rung, caps, type, type, pair_fold(op), Finish::Partials) + pair_options(type, op);
 }
 
 std::vector<std::string> all_pair_program_options(const DeviceCaps& caps) {

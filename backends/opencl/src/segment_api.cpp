@@ -44,7 +44,7 @@ Result run(cl_command_queue queue, cl_mem data, std::uint64_t offset, std::uint6
   check_data(device, data, offset, n, type);
   if (layout.kind == SegmentKind::Offsets)
     check_buffer(offsets, device.context(), (layout.count + 1) * sizeof(std::int64_t), "offsets");
-  check_buffer(out, device.context(), layout.count * size_of(result_dtype(op, type, options.accumulator)), "values");
+  check_buffer(out, device.context(), layout.count * segment_record_bytes(op, type, options.accumulator), "values");
   xr::detail::DeviceSegmentCall call;
   call.data = Memory::device(data, offset * size_of(type));
   call.n = n;

@@ -49,7 +49,7 @@ struct SegmentCall {
   RunOptions options;
   SegmentLayout layout;      // Offsets: the host's copy of the offsets, relative to `offset`, or null
   cl_mem offsets = nullptr;  // Offsets: count + 1 values on the device
-  cl_mem out = nullptr;      // layout.count values of result_dtype(op, type, accumulator)
+  cl_mem out = nullptr;      // layout.count records of segment_record_bytes(op, type, accumulator)
 };
 
 struct SegmentStrategy;
@@ -96,6 +96,8 @@ struct SegmentStrategy {
   std::vector<SegmentBuffers::Role> scratch;  // the buffers its plans take
   // Needs the host's copy of the offsets to size its launches (a job without them reads them back).
   bool plans_from_offsets = false;
+  // Takes the pair ops (argmin, argmax, minmax) and no fold; the others take the folds (auto: all).
+  bool pair_ops = false;
   // The plan at work-group size L; null for auto.
   Plan (*plan)(const Setting& s, std::size_t L) = nullptr;
   // auto: the strategy it runs for the setting; null for the others.

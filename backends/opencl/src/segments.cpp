@@ -69,7 +69,6 @@ std::vector<KernelInfo> segment_strategies(const DeviceCaps& caps) {
   std::vector<DType> types;
   for (DType t : segment_dtypes())
     if (caps.fp64 || t != DType::F64) types.push_back(t);
-  const std::vector<Op> ops(fold_ops.begin(), fold_ops.end());
   const std::string no64 = caps.fp64 ? "" : " [no f64: device lacks cl_khr_fp64]";
   const auto widest = static_cast<unsigned>(caps.max_work_group);
   std::vector<KernelInfo> out;
@@ -78,9 +77,11 @@ std::vector<KernelInfo> segment_strategies(const DeviceCaps& caps) {
     k.name = r->name;
     k.note = std::string(r->note) + no64;
     k.kind = r->choose ? KernelKind::Auto : KernelKind::Rung;
-    k.ops = ops;
+    if (r->choose) k.ops.assign(all_ops.begin(), all_ops.end());
+    else if (r->pair_ops) k.ops.assign(pair_ops.begin(), pair_ops.end());
+    else k.ops.assign(fold_ops.begin(), fold_ops.end());
     k.types = types;
-    k.exact = true;  // exact sums go through exact pieces, whatever the strategy
+    k.exact = !r->pair_ops;  // exact sums go through exact pieces, whatever the fold strategy
     k.blocks = r->one_item_groups ? BlockRule{1, 1, 1, {}, 1} : BlockRule{1, widest, 1, {}, 0};
     k.layouts = r->layouts;
     out.push_back(std::move(k));
@@ -171,7 +172,8 @@ SegmentOutcome Segments::reduce(const SegmentJob& job) {
   const DeviceCaps& caps = *caps_;
   const RunOptions& opt = job.options;
   const bool offsets = job.layout.kind == SegmentKind::Offsets;
-  const std::size_t value_bytes = job.layout.count * size_of(job.result_type);
+  const std::size_t record_bytes = segment_record_bytes(job.op, job.type, opt.accumulator);
+  const std::size_t value_bytes = job.layout.count * record_bytes;
   SegmentOutcome out;
   SegmentCall call;
   call.type = job.type;
@@ -225,12 +227,9 @@ SegmentOutcome Segments::reduce(const SegmentJob& job) {
     plan.finish = "none";
   } else if (all_empty) {
     // Every value is the empty one: a fill, nothing read.
-    unsigned char empty[8] = {};
-    visit_dtype(s.acc, [&](auto t) {
-      const auto v = empty_value<decltype(t)>(call.op);
-      std::memcpy(empty, &v, sizeof v);
-    });
-    plan.steps.push_back(fill_launch(call.out, lay.count * s.acc_bytes, empty, s.acc_bytes, "empty values"));
+    unsigned char empty[16] = {};
+    xr::detail::empty_segment_record(call.op, call.type, opt.accumulator, empty);
+    plan.steps.push_back(fill_launch(call.out, value_bytes, empty, record_bytes, "empty values"));
     plan.finish = "none (every segment empty)";
   } else {
     if (row.choose) chosen = &row.choose(s, L);

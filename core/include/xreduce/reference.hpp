@@ -66,9 +66,13 @@ XR_API Agreement check_result(const Result& result, const Reference& ref, bool e
 XR_API std::uint64_t ulp_distance(const Scalar& a, const Scalar& b);
 
 // The host reference of a segmented reduction, one value per segment (float sums: the exact sum
-// rounded once, with sum |x| per segment for the error bound).
+// rounded once, with sum |x| per segment for the error bound; pair ops: their records, by PairFn,
+// with indices within the segments).
 struct SegmentReference {
-  HostBuffer values;
+  HostBuffer values;                  // argmin, argmax: the extreme values; minmax: the minima
+  std::vector<std::int64_t> indices;  // argmin, argmax: each value's index within its segment (-1:
+                                      // empty); else empty
+  HostBuffer maxima;                  // minmax: the maxima; else empty
   std::vector<double> magnitude;      // float sums: sum |x|, float products: |product|; else empty
   std::vector<std::uint8_t> order_dependent;  // float products: Reference::order_dependent; else empty
   std::vector<std::uint64_t> length;  // elements of each segment
@@ -84,7 +88,8 @@ struct SegmentAgreement {
   std::string detail;           // check_result's line for it, or "all N agree"
   bool ok() const { return agree == count; }
 };
-// Every value against the reference, by check_result's rules (exact: float sums bit for bit).
+// Every value against the reference, by check_result's rules (exact: float sums bit for bit; pair
+// ops: the value and the index or the max exactly).
 XR_API SegmentAgreement check_segments(const SegmentedResult& result, const SegmentReference& ref, bool exact);
 
 }  // namespace xr

@@ -6,20 +6,32 @@
 //   std::vector<std::int64_t> offsets{0, 3, 3, 10};                // 3 segments, the second empty
 //   r = reducer->reduce_segments(std::span<const float>(x), offsets, xr::Op::Max);
 //
-// | op   | value of an empty segment or row     |
-// |------|--------------------------------------|
-// | sum  | +0 (floats), 0                       |
-// | prod | 1                                    |
-// | min  | +inf (floats), the type's maximum    |
-// | max  | -inf (floats), the type's lowest     |
+// | op     | value of an empty segment or row                         |
+// |--------|----------------------------------------------------------|
+// | sum    | +0 (floats), 0                                           |
+// | prod   | 1                                                        |
+// | min    | +inf (floats), the type's maximum                        |
+// | max    | -inf (floats), the type's lowest                         |
+// | argmin | min's value (+inf, the type's maximum), index -1         |
+// | argmax | max's value (-inf, the type's lowest), index -1          |
+// | minmax | min +inf / type maximum, max -inf / type lowest          |
 //
 // A non-empty segment's value is the whole-array reduction of its elements (xreduce/semantics.hpp):
 // the same NaN rules, the same wrap, sums of narrow integers in 64 bits by default, f16 and bf16
-// sums and products in f32 (returned as f32; their min and max return the input type), and in
-// exact mode (RunOptions::exact) every float sum is the correctly rounded exact sum of its
+// sums and products in f32 (returned as f32; their min, max and pair ops return the input type),
+// and in exact mode (RunOptions::exact) every float sum is the correctly rounded exact sum of its
 // segment (f16 and bf16 rounded to f32), the same bits on every backend.
+//
+// The pair ops (argmin, argmax, minmax) give a second thing per segment: argmin and argmax the
+// index of the value WITHIN its segment (0 .. length - 1: the position in the row, the row of a
+// column, the position from offsets[i]; as NumPy's argmin(axis=...)), ties to the smallest, the
+// first NaN winning with its index; minmax the max beside the min. Exact mode does not apply to
+// them (InvalidArgument). Device outputs (xreduce/cuda.hpp, xreduce/opencl.hpp) hold one record
+// per segment, segment_record_bytes(op, type) bytes apart: xr::Located<T> (the value, then the
+// int64 index) or xr::Bounds<T> (the min, then the max), as the whole-array reduce_async writes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -96,17 +108,36 @@ struct XR_API SegmentedResult {
   // reduced), op, type; value is unused; bytes_per_s counts bytes read plus bytes written.
   Result record;
   SegmentKind kind = SegmentKind::Offsets;
-  HostBuffer values;               // layout.count values of result_dtype(op, type, accumulator)
+  // layout.count values of result_dtype(op, type, accumulator): argmin's minima, argmax's maxima,
+  // minmax's minima (of the input type).
+  HostBuffer values;
+  HostBuffer indices;              // argmin, argmax: layout.count i64 indices within the segments
+                                   // (-1: empty); empty for the other ops
+  HostBuffer maxima;               // minmax: layout.count maxima of the input type; else empty
   std::uint64_t bytes_read = 0;    // input elements and offsets
-  std::uint64_t bytes_written = 0; // the values
+  std::uint64_t bytes_written = 0; // count() * segment_record_bytes(op, type, accumulator)
   // Float sums: the largest number of roundings any one value went through (0: unknown; checks
   // then assume the segment's length).
   std::uint64_t rounding_depth = 0;
   std::uint64_t count() const { return values.size(); }
   Scalar value(std::uint64_t i) const;
+  // argmin, argmax: the index of value i within its segment (-1: an empty segment); -1 for other ops.
+  std::int64_t index(std::uint64_t i) const;
+  // minmax: the max of segment i; an unset Scalar (I64 0) for other ops.
+  Scalar maximum(std::uint64_t i) const;
 };
 
-// The value of an empty segment of (op, type) (the table above), of result_dtype(op, type, acc).
+// The value of an empty segment of (op, type) (the table above), of result_dtype(op, type, acc);
+// for minmax the min (its max is empty_segment_maximum).
 XR_API Scalar empty_segment_value(Op op, DType type, Accumulator acc = Accumulator::Wide);
+// minmax: the max of an empty segment (-inf, the type's lowest).
+XR_API Scalar empty_segment_maximum(DType type);
+
+// Bytes one segment's result takes in a device output (xreduce/cuda.hpp, xreduce/opencl.hpp):
+// size_of(result_dtype(op, type, acc)) for the folds; sizeof(xr::Located<T>) (16) for argmin and
+// argmax, sizeof(xr::Bounds<T>) (2 * size_of(type)) for minmax. Outputs are aligned to
+// segment_record_align.
+XR_API std::size_t segment_record_bytes(Op op, DType type, Accumulator acc = Accumulator::Wide);
+XR_API std::size_t segment_record_align(Op op, DType type, Accumulator acc = Accumulator::Wide);
 
 }  // namespace xr

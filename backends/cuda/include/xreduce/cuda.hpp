@@ -62,7 +62,11 @@ XR_API std::vector<KernelInfo> kernels();
 
 // Segmented reductions. d_out (device memory, aligned to its type) receives one value per
 // segment of result_dtype(op, dtype_of<T>, options.accumulator); an empty segment gets the value
-// of the table in xreduce/segments.hpp. options.kernel names one of segment_kernels() ("auto":
+// of the table in xreduce/segments.hpp. A pair op writes one record per segment instead, the
+// records reduce_async writes (segment_record_bytes(op, type) bytes apart, d_out aligned to
+// segment_record_align): xr::Located<T> for argmin and argmax (the value, then the int64 index
+// WITHIN the segment; -1 for an empty segment), xr::Bounds<T> for minmax (the min, then the max).
+// options.kernel names one of segment_kernels() ("auto":
 // chosen by layout and shape), options.block_size a block size its BlockRule accepts (0: its
 // default). Every pointer must be on one device.
 //

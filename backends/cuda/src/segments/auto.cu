@@ -1,6 +1,6 @@
 // auto: chooses a strategy by layout and shape (policy.hpp) and runs its plan.
-// Rows by length, offsets by their lengths on the host, columns by columns; the choice costs host
-// statistics of the offsets and one more occupancy query.
+// Rows by length, offsets by their lengths on the host, columns by columns, the pair ops by pairs;
+// the choice costs host statistics of the offsets and one more occupancy query.
 #include <algorithm>
 
 #include "arith.hpp"
@@ -38,6 +38,7 @@ const Strategy& by_bins(const Task& t) {
 }
 
 const Strategy& choose(const Task& t) {
+  if (is_pair(t.op)) return strategy_pairs();
   switch (t.kind) {
     case SegmentKind::Rows: return by_length(t, t.length, t.count);
     case SegmentKind::Offsets: return by_bins(t);
@@ -55,13 +56,16 @@ Plan plan(const Task& t) {
 }  // namespace
 
 const Strategy& strategy_auto() {
-  static const Strategy s{
-      0,
-      strategy_info("auto", KernelKind::Auto, {SegmentKind::Rows, SegmentKind::Columns, SegmentKind::Offsets},
-                    segment_blocks(512),
-                    "chooses by layout and shape: rows by length, offsets balanced or the one strategy that suits "
-                    "every segment, columns by columns"),
-      &plan};
+  static const Strategy s = [] {
+    Strategy x{0,
+               strategy_info("auto", KernelKind::Auto, {SegmentKind::Rows, SegmentKind::Columns, SegmentKind::Offsets},
+                             segment_blocks(512),
+                             "chooses by layout and shape: rows by length, offsets balanced or the one strategy that "
+                             "suits every segment, columns by columns; pairs for argmin, argmax, minmax"),
+               &plan};
+    x.info.ops.assign(all_ops.begin(), all_ops.end());
+    return x;
+  }();
   return s;
 }
 

@@ -61,7 +61,10 @@ Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::
 
 // Segmented reductions (xreduce/segments.hpp) of data in a buffer the caller owns, on the caller's
 // queue, into a buffer the caller owns: `out` receives one value per segment, of
-// result_dtype(op, type, options.accumulator). options.kernel names one of segment_kernels(device)
+// result_dtype(op, type, options.accumulator); for a pair op one record per segment instead, as
+// xreduce/cuda.hpp's (segment_record_bytes(op, type) bytes apart: xr::Located<T>, the value then
+// the int64 index within the segment, -1 for an empty one; xr::Bounds<T>, the min then the max).
+// options.kernel names one of segment_kernels(device)
 // ("auto" by default). Exact mode (options.exact on an f32/f64 sum) gives every value the bits of
 // the host's xr::ExactSum of its segment, rounded once: the exact states of its pieces are read
 // back, merged and rounded on the host, and written to `out`. Timing as for reduce; transfer_ms

@@ -11,6 +11,7 @@ namespace {
 
 const SegmentStrategy& choose(const Setting& s, std::size_t L) {
   const SegmentLayout& lay = s.call.layout;
+  if (is_pair(s.call.op)) return segment_strategy_pairs();
   if (s.caps.is_cpu()) return segment_strategy_serial();
   switch (lay.kind) {
     case SegmentKind::Columns:
@@ -43,7 +44,7 @@ const SegmentStrategy& segment_strategy_auto() {
       .name = "auto",
       .note = "GPUs: rows: lanes up to 256 loads a row, then workgroup, multigroup when fewer rows than fill the "
               "device; offsets: lanes while the longest segment is at most 4 times the mean and would not hold its "
-              "team too long, else balanced; columns: columns. CPU devices: serial",
+              "team too long, else balanced; columns: columns. CPU devices: serial. argmin, argmax, minmax: pairs",
       .layouts = {SegmentKind::Rows, SegmentKind::Columns, SegmentKind::Offsets},
       .scratch = {},
       .plan = nullptr,
