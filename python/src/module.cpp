@@ -124,14 +124,23 @@ nb::object scalar(const xr::Scalar& s) {
   return nb::int_(s.i);
 }
 
-// The values of a segmented reduction as a 1-D uint8 array over the HostBuffer (no copy),
-// with the name of their DType: the Python layer views them as that type.
+// A HostBuffer as a 1-D uint8 NumPy array over its bytes (no copy), or None where it is empty.
+nb::object host_bytes(xr::HostBuffer&& buffer, bool none_if_empty) {
+  if (none_if_empty && buffer.size() == 0) return nb::none();
+  auto* owned = new xr::HostBuffer(std::move(buffer));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<xr::HostBuffer*>(p); });
+  return nb::cast(nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>(owned->data(), {owned->bytes()}, owner));
+}
+
+// A segmented reduction for the Python layer: (values, the name of their DType, the record,
+// indices or None, maxima or None). The arrays are bytes; the Python layer views them as their
+// types (indices: i64; maxima: the values' type).
 nb::tuple segmented(xr::SegmentedResult&& r) {
-  auto* values = new xr::HostBuffer(std::move(r.values));
-  nb::capsule owner(values, [](void* p) noexcept { delete static_cast<xr::HostBuffer*>(p); });
-  std::size_t bytes = values->bytes();
-  nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>> bytes_array(values->data(), {bytes}, owner);
-  return nb::make_tuple(bytes_array, std::string(xr::to_string(values->type())), std::move(r.record));
+  const std::string type(xr::to_string(r.values.type()));
+  nb::object values = host_bytes(std::move(r.values), false);
+  nb::object indices = host_bytes(std::move(r.indices), true);
+  nb::object maxima = host_bytes(std::move(r.maxima), true);
+  return nb::make_tuple(values, type, std::move(r.record), indices, maxima);
 }
 
 nb::dict status_dict(const xr::BackendStatus& s) {

@@ -101,19 +101,11 @@ def _reduce(x, op, axis, exact, backend, device, keepdims, out, kernel="auto", t
         return _cuda_reduce(a, op, axis, exact, backend, keepdims, out, kernel)
     if reducer is None:
         reducer = _shared_reducer(_host_backend(backend), device)
+    found = _host_reduce(reducer, a, op, axis, exact, kernel, threads)
     if op == "minmax":
-        plan = _plan(a, axis, op)
-        if plan.kind == "flat":  # one read for both
-            r = reducer.reduce(a.data, plan.n, a.dtype, "minmax", False, kernel, threads)
-            lo, hi = _host_scalar(r.value, r.dtype), _host_scalar(r.maximum, r.dtype)
-        else:  # segmented reductions take the folds: one pass each
-            lo = _host_reduce(reducer, a, "min", axis, exact, kernel, threads)
-            hi = _host_reduce(reducer, a, "max", axis, exact, kernel, threads)
-        if out is not None:
-            out = tuple(out)
-            return (_finish(lo, keepdims, ndim, axis, out[0]), _finish(hi, keepdims, ndim, axis, out[1]))
-        return (_finish(lo, keepdims, ndim, axis, None), _finish(hi, keepdims, ndim, axis, None))
-    return _finish(_host_reduce(reducer, a, op, axis, exact, kernel, threads), keepdims, ndim, axis, out)
+        outs = tuple(out) if out is not None else (None, None)
+        return tuple(_finish(v, keepdims, ndim, axis, o) for v, o in zip(found, outs))
+    return _finish(found, keepdims, ndim, axis, out)
 
 
 def _host_reduce(reducer, a: _Array, op, axis, exact, kernel, threads):
@@ -122,42 +114,55 @@ def _host_reduce(reducer, a: _Array, op, axis, exact, kernel, threads):
         r = reducer.reduce(a.data, plan.n, a.dtype, op, exact, kernel, threads)
         if op in ("argmin", "argmax"):
             return np.int64(r.index)
+        if op == "minmax":  # one read for both
+            return _host_scalar(r.value, r.dtype), _host_scalar(r.maximum, r.dtype)
         return _host_scalar(r.value, r.dtype)
     if plan.kind == "lines":
         return _host_lines(reducer, a, op, plan, exact, kernel, threads)
-    if op in ("argmin", "argmax"):
-        return _host_arg_axis(reducer, a, op, plan, kernel, threads)
     length = plan.rows if plan.axis == 0 else plan.cols
-    if length == 0 and op in ("min", "max"):
+    if length == 0 and op != "sum" and op != "prod":
         raise ValueError(f"{op} of a zero-size axis has no value (as in NumPy: no identity)")
-    raw, dtype, _ = reducer.reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order, plan.axis,
-                                        op, exact, kernel, threads)
-    values = _values(raw, dtype)
-    if len(a.shape) == 1:
-        return values[0]
-    return values
+    found = _unpack(op, *reducer.reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order,
+                                             plan.axis, op, exact, kernel, threads))
+    if len(a.shape) == 1:  # a strided 1-D array: one column
+        return tuple(v[0] for v in found) if op == "minmax" else found[0]
+    return found
+
+
+def _unpack(op, raw, dtype, record, indices, maxima):
+    """The NumPy result of a segmented reduction: values, argmin's and argmax's int64 indices
+    within their segments, or minmax's (minima, maxima)."""
+    if op in ("argmin", "argmax"):
+        return indices.view(np.int64) if indices is not None else np.empty(0, dtype=np.int64)
+    if op == "minmax":
+        return _values(raw, dtype), _values(maxima if maxima is not None else raw[:0], dtype)
+    return _values(raw, dtype)
 
 
 def _host_lines(reducer, a: _Array, op, plan: _Plan, exact, kernel, threads):
     """The whole of a 2-D array that is not one contiguous run: each line (a row of a C-order
-    array, a column of a Fortran-order one) first, then their results. Min, max and integer sums
-    and products come out as one reduction gives them; float sums and products round in that
-    order; an exact sum would round twice, so it is refused."""
+    array, a column of a Fortran-order one) first, then their results. Min, max, the arg ops and
+    integer sums and products come out as one reduction gives them; float sums and products
+    round in that order; an exact sum would round twice, so it is refused."""
     if op == "sum" and exact and a.dtype in ("f16", "bf16", "f32", "f64"):
         raise ValueError("an exact sum with axis=None reads the array in one piece, and this one has gaps between "
                          f"its {'rows' if plan.order == 'C' else 'columns'}; make it contiguous first, e.g. "
                          f"{_CONTIGUOUS_HINT}")
+    lines = reducer.reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order, plan.axis, op, exact,
+                                kernel, threads)
+    if op == "minmax":
+        lo, hi = _unpack(op, *lines)
+        r_lo = reducer.reduce(lo.ctypes.data, lo.size, lines[1], "min", False, kernel, threads)
+        r_hi = reducer.reduce(hi.ctypes.data, hi.size, lines[1], "max", False, kernel, threads)
+        return _host_scalar(r_lo.value, r_lo.dtype), _host_scalar(r_hi.value, r_hi.dtype)
     if op not in ("argmin", "argmax"):
-        raw, dtype, _ = reducer.reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order, plan.axis,
-                                            op, exact, kernel, threads)
+        raw, dtype = lines[0], lines[1]
         r = reducer.reduce(raw.ctypes.data, raw.size // _itemsize(dtype), dtype, op, exact, kernel, threads)
         return _host_scalar(r.value, r.dtype)
-    lines, length = (plan.rows, plan.cols) if plan.order == "C" else (plan.cols, plan.rows)
-    step = plan.stride * _itemsize(a.dtype)
-    found = [reducer.reduce(a.data + i * step, length, a.dtype, op, False, kernel, threads) for i in range(lines)]
-    kind = np.float64 if a.dtype in ("f16", "bf16", "f32", "f64") else np.uint64 if a.dtype[0] == "u" else np.int64
-    values = np.array([r.value for r in found], dtype=kind)
-    first = np.array([r.index for r in found], dtype=np.int64)
+    # The arg ops: each line's extreme and its first index, then NumPy's rules over the lines.
+    values = _values(lines[0], lines[1]).astype(np.float64 if a.dtype in ("f16", "bf16", "f32", "f64") else
+                                                 np.uint64 if a.dtype[0] == "u" else np.int64)
+    first = _unpack(op, *lines)
     best = int(np.argmin(values) if op == "argmin" else np.argmax(values))  # NumPy's rules: the first NaN
     if plan.order == "C":
         return np.int64(best * plan.cols + first[best])
@@ -171,27 +176,6 @@ def _host_lines(reducer, a: _Array, op, plan: _Plan, exact, kernel, threads):
 
 def _itemsize(dtype: str) -> int:
     return {"i8": 1, "u8": 1, "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "f32": 4}.get(dtype, 8)
-
-
-def _host_arg_axis(reducer, a: _Array, op, plan: _Plan, kernel, threads):
-    """argmin/argmax along an axis: one whole-array reduction per slice, each slice contiguous."""
-    rows, cols = a.shape
-    along = plan.axis  # 1: along each row
-    count, length = (rows, cols) if along == 1 else (cols, rows)
-    step = a.strides[1] if along == 1 else a.strides[0]
-    if length > 1 and step != 1:
-        raise ValueError(f"{op} along axis {along}: xreduce's segmented reductions take sum, prod, min and max; "
-                         f"the arg ops run slice by slice and need each slice contiguous (axis {along} of a "
-                         f"{'C' if along == 1 else 'Fortran'}-order array); pass such an array, e.g. "
-                         f"np.ascontiguousarray(x) or np.asfortranarray(x)")
-    if length == 0:
-        raise ValueError(f"{op} of a zero-size axis has no value (as in NumPy)")
-    start = a.strides[0] if along == 1 else a.strides[1]
-    size = _itemsize(a.dtype)
-    index = np.empty(count, dtype=np.int64)
-    for i in range(count):
-        index[i] = reducer.reduce(a.data + i * start * size, length, a.dtype, op, False, kernel, threads).index
-    return index
 
 
 def _segments(x, offsets, op, exact, backend, device, kernel="auto", threads=0, reducer=None):
@@ -208,9 +192,8 @@ def _segments(x, offsets, op, exact, backend, device, kernel="auto", threads=0, 
         raise ValueError("offsets must be 1-D")
     if reducer is None:
         reducer = _shared_reducer(_host_backend(backend), device)
-    raw, dtype, _ = reducer.reduce_segments(a.data, a.shape[0], a.dtype, offs.ctypes.data, offs.shape[0], op, exact,
-                                            kernel, threads)
-    return _values(raw, dtype)
+    return _unpack(op, *reducer.reduce_segments(a.data, a.shape[0], a.dtype, offs.ctypes.data, offs.shape[0], op,
+                                                exact, kernel, threads))
 
 
 # ---- the functions, by NumPy's names ---------------------------------------------------------
@@ -284,8 +267,9 @@ max.__doc__ = """Largest element of x (NumPy's max). Any NaN makes the result Na
 argmin.__doc__ = """Index of the first smallest element of x (NumPy's argmin), an int64.
 
     Ties go to the smallest index; a NaN wins, the first NaN's index, as in NumPy. With
-    axis=None the index counts in C order, whatever the layout. Along an axis each slice must be
-    contiguous (one whole-array reduction per slice).
+    axis=None the index counts in C order, whatever the layout. Along an axis: one index per row
+    (axis=1) or column (axis=0), counted within it, in one segmented reduction; a zero-size axis
+    raises ValueError, as in NumPy.
 """ + _COMMON
 argmax.__doc__ = argmin.__doc__.replace("smallest element", "largest element").replace("argmin", "argmax")
 minmax.__doc__ = """(min(x), max(x)) as a pair, by min's and max's rules.
@@ -295,11 +279,13 @@ minmax.__doc__ = """(min(x), max(x)) as a pair, by min's and max's rules.
 def reduce_segments(x, offsets, op: str = "sum", *, exact: bool = False, backend: str = "auto", device=None):
     """One value per CSR segment [offsets[i], offsets[i + 1]) of the 1-D array x.
 
-    op: "sum", "prod", "min" or "max". offsets: len(offsets) - 1 segments, non-decreasing, from
-    0 up to len(x) (ValueError naming the first bad position otherwise); int64 arrays are read in
-    place, others converted. An empty segment gives the op's identity: sum 0, prod 1, min +inf
-    or the type's largest value, max -inf or the type's lowest value. Values have the type of
-    the whole-array reduction (sum of i32: i64; of f16: f32). For a CUDA x, offsets must be a
+    op: "sum", "prod", "min", "max", "argmin", "argmax" (int64 indices within each segment) or
+    "minmax" (a pair of arrays: minima, maxima). offsets: len(offsets) - 1 segments,
+    non-decreasing, from 0 up to len(x) (ValueError naming the first bad position otherwise);
+    int64 arrays are read in place, others converted. An empty segment gives the op's identity:
+    sum 0, prod 1, min +inf or the type's largest value, max -inf or the type's lowest value;
+    argmin and argmax give index -1, minmax (min's identity, max's). Values have the type of the
+    whole-array reduction (sum of i32: i64; of f16: f32). For a CUDA x, offsets must be a
     contiguous int64 array on the same device.
     """
     return _segments(x, offsets, op, exact, backend, device)

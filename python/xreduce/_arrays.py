@@ -245,7 +245,7 @@ def _plan(a: _Array, axis, op: str) -> _Plan:
     if ndim == 1:
         if a.strides[0] == 1 or n <= 1:
             return _Plan("flat", n)
-        if a.strides[0] <= 0 or op in ("argmin", "argmax"):
+        if a.strides[0] <= 0:
             raise _not_in_place(op, a)
         return _Plan("matrix", n, n, 1, a.strides[0], "C", 0)
     m = _matrix(a)

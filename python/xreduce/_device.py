@@ -3,6 +3,7 @@ entry points called on the caller's stream."""
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -81,6 +82,11 @@ def _cupy_scalar(a: _Array, value, dtype: str):
         return cupy.asarray(np.asarray(value, dtype=_numpy_dtype(dtype)))
 
 
+def _jax_x64() -> bool:
+    import jax
+    return bool(getattr(jax.config, "jax_enable_x64", False))
+
+
 def _jax_device(a: _Array):
     import jax
     gpu = [d for d in jax.devices() if d.platform == "gpu" and d.id == a.device_id]
@@ -154,6 +160,30 @@ def _flat_sync(a: _Array, n: int, op: str, exact: bool, kernel: str) -> list:
     return [_device_scalar(a, r.value, r.dtype)]
 
 
+def _segment_results(a: _Array, count: int, op: str):
+    """(an array for `count` segments of op, its pointer, pick): pick(array) gives the results, to
+    take once the kernels are done (a JAX slice is a copy): the values (folds); the int64 indices
+    of argmin and argmax in their (value, index) records; the minima and maxima of minmax in
+    their (min, max) records (xreduce/cuda.hpp, xreduce/segments.hpp)."""
+    if op in ("argmin", "argmax"):
+        if a.library in _SYNCHRONOUS_RESULTS and not _jax_x64():
+            # JAX without 64-bit types: int32 indices, as its own argmin gives, from the low word
+            # of each int64 index (an index within a segment of x, below 2^31).
+            if math.prod(a.shape) >= 2**31:
+                raise TypeError(f"{op} of 2^31 or more elements needs JAX's 64-bit types: "
+                                "jax.config.update('jax_enable_x64', True)")
+            records, ptr = _device_empty(a, 4 * count, "i32")
+            return records, ptr, lambda r: [r[2::4]]
+        records, ptr = _device_empty(a, 2 * count, "i64")
+        return records, ptr, lambda r: [r[1::2]]
+    dtype = _xreduce.result_dtype(op, a.dtype)
+    if op == "minmax":
+        records, ptr = _device_empty(a, 2 * count, dtype)
+        return records, ptr, lambda r: [r[0::2], r[1::2]]
+    values, ptr = _device_empty(a, count, dtype)
+    return values, ptr, lambda r: [r]
+
+
 def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
     if backend not in ("auto", "cuda"):
         raise ValueError(f"backend={backend!r}: this array is on a CUDA device; use 'cuda' or 'auto'")
@@ -166,21 +196,22 @@ def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
         else:
             results = _flat_async(a, plan.n, op, kernel)
     else:
-        results = []
-        for o in (("min", "max") if op == "minmax" else (op,)):
-            if o in ("argmin", "argmax"):
-                raise ValueError(f"{o} with an axis: xreduce's segmented reductions take sum, prod, min and max")
-            count = plan.cols if plan.axis == 0 else plan.rows
-            values, ptr = _device_empty(a, count, _xreduce.result_dtype(o, a.dtype))
-            if exact:
-                _xreduce.cuda_reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order, plan.axis,
-                                          o, ptr, a.stream, True, kernel)
-            else:
-                _xreduce.cuda_reduce_axis_async(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order,
-                                                plan.axis, o, ptr, a.stream, kernel)
-            results.append(values[0] if len(a.shape) == 1 else values)
-    if a.library in _SYNCHRONOUS_RESULTS:
-        _xreduce.cuda_synchronize(a.stream)
+        length = plan.rows if plan.axis == 0 else plan.cols
+        if length == 0 and op != "sum" and op != "prod":
+            raise ValueError(f"{op} of a zero-size axis has no value (as in NumPy: no identity)")
+        count = plan.cols if plan.axis == 0 else plan.rows
+        records, ptr, pick = _segment_results(a, count, op)
+        if exact:
+            _xreduce.cuda_reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order, plan.axis, op,
+                                      ptr, a.stream, True, kernel)
+        else:
+            _xreduce.cuda_reduce_axis_async(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order, plan.axis,
+                                            op, ptr, a.stream, kernel)
+        if a.library in _SYNCHRONOUS_RESULTS:
+            _xreduce.cuda_synchronize(a.stream)
+        results = pick(records)
+        if len(a.shape) == 1:  # a strided 1-D array: one column
+            results = [v[0] for v in results]
     if keepdims:
         shape_of = (lambda v: [1] * len(a.shape)) if axis is None else \
             (lambda v: list(v.shape[:axis]) + [1] + list(v.shape[axis:]))
@@ -200,6 +231,7 @@ def _cuda_segments(a: _Array, offsets, op, exact, kernel):
     if o.shape[0] < 1:
         raise ValueError("offsets must hold at least one value ([0] is no segments)")
     count = o.shape[0] - 1
-    values, ptr = _device_empty(a, count, _xreduce.result_dtype(op, a.dtype))
+    records, ptr, pick = _segment_results(a, count, op)
     _xreduce.cuda_reduce_segments(a.data, a.shape[0], a.dtype, o.data, count, op, ptr, a.stream, exact, kernel)
-    return values
+    results = pick(records)  # the synchronous form has waited
+    return tuple(results) if op == "minmax" else results[0]

@@ -48,16 +48,12 @@ class Stand_in:
     def cuda_reduce_axis(self, data, dtype, rows, cols, stride, order, axis, op, out, stream, exact=False,
                          kernel="auto", accumulator="wide"):
         self.streams.append(stream)
-        raw, _, record = self.host.reduce_axis(data, dtype, rows, cols, stride, order, axis, op, exact)
-        ctypes.memmove(out, raw.ctypes.data, raw.nbytes)
-        return record
+        return _write(out, op, *self.host.reduce_axis(data, dtype, rows, cols, stride, order, axis, op, exact))
 
     def cuda_reduce_segments(self, data, n, dtype, offsets, n_segments, op, out, stream, exact=False, kernel="auto",
                              accumulator="wide"):
         self.streams.append(stream)
-        raw, _, record = self.host.reduce_segments(data, n, dtype, offsets, n_segments + 1, op, exact)
-        ctypes.memmove(out, raw.ctypes.data, raw.nbytes)
-        return record
+        return _write(out, op, *self.host.reduce_segments(data, n, dtype, offsets, n_segments + 1, op, exact))
 
 
     def cuda_reduce_async(self, data, n, dtype, op, out, stream, kernel="auto", accumulator="wide"):
@@ -76,6 +72,21 @@ class Stand_in:
 
     def cuda_synchronize(self, stream):
         pass
+
+
+def _write(out, op, raw, dtype, record, indices, maxima):
+    """What the CUDA entry points write at `out`: values, or one record per segment (argmin and
+    argmax: the value, then the int64 index; minmax: min, then max)."""
+    as_words = np.dtype(f"u{_api._itemsize(dtype)}")  # the values' bits
+    if op in ("argmin", "argmax"):
+        records = np.zeros((raw.size // as_words.itemsize, 2), dtype=np.int64)
+        if indices is not None:
+            records[:, 1] = indices.view(np.int64)
+        raw = records.view(np.uint8).ravel()
+    elif op == "minmax":
+        raw = np.stack([raw.view(as_words), (maxima if maxima is not None else raw).view(as_words)], axis=1).ravel()
+    ctypes.memmove(out, raw.ctypes.data, raw.nbytes)
+    return record
 
 
 def _empty(a, count, dtype):
@@ -132,8 +143,13 @@ def test_axes_and_layouts(streams):
     assert xr.max(DeviceArray(m[:, 2])) == m[:, 2].max()  # a strided column, in place
     with pytest.raises(ValueError, match="contiguous"):
         xr.sum(DeviceArray(np.repeat(m, 2, axis=0)[::2]))  # gaps, axis=None: not on a device
-    with pytest.raises(ValueError, match="segmented"):
-        xr.argmax(DeviceArray(m), axis=1)
+    for name, v in (("C", m), ("F", np.asfortranarray(m)), ("rows", np.repeat(m, 2, axis=0)[::2])):
+        for axis in (0, 1):
+            np.testing.assert_array_equal(xr.argmax(DeviceArray(v), axis=axis), m.argmax(axis=axis), err_msg=name)
+            np.testing.assert_array_equal(xr.argmin(DeviceArray(v), axis=axis), m.argmin(axis=axis), err_msg=name)
+    assert xr.argmax(DeviceArray(m[:, 2])) == 3  # a strided column
+    with pytest.raises(ValueError, match="zero-size"):
+        xr.argmax(DeviceArray(np.zeros((3, 0), dtype=np.float32)), axis=1)
     out = np.empty(6, dtype=np.int64)
     assert xr.sum(DeviceArray(m), axis=0, out=out) is out
     np.testing.assert_array_equal(out, m.sum(axis=0))
@@ -143,6 +159,10 @@ def test_segments_and_records(streams):
     x = np.arange(10, dtype=np.float64)
     offsets = np.array([0, 4, 4, 10], dtype=np.int64)
     np.testing.assert_array_equal(xr.reduce_segments(DeviceArray(x), DeviceArray(offsets)), [6, 0, 39])
+    np.testing.assert_array_equal(xr.reduce_segments(DeviceArray(x), DeviceArray(offsets), op="argmax"), [3, -1, 5])
+    lo, hi = xr.reduce_segments(DeviceArray(x), DeviceArray(offsets), op="minmax")
+    np.testing.assert_array_equal(lo, [0, np.inf, 4])
+    np.testing.assert_array_equal(hi, [3, -np.inf, 9])
     with pytest.raises(TypeError, match="int64"):
         xr.reduce_segments(DeviceArray(x), DeviceArray(offsets.astype(np.int32)))
     r = xr.Reducer("cuda")

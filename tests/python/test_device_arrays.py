@@ -41,6 +41,13 @@ def test_torch_cuda():
         assert xr.sum(u).item() == 1 << 20
     off = torch.tensor([0, 10, 1000], device="cuda", dtype=torch.int64)
     assert xr.reduce_segments(t, off).tolist() == [45, 499455]
+    m = torch.rand(300, 7, device="cuda")
+    for axis in (0, 1):
+        assert torch.equal(xr.argmax(m, axis=axis), m.argmax(dim=axis))
+        assert torch.equal(xr.argmin(m.T, axis=axis), m.T.argmin(dim=axis))  # Fortran order
+        lo, hi = xr.minmax(m, axis=axis)
+        assert torch.equal(lo, m.amin(dim=axis)) and torch.equal(hi, m.amax(dim=axis))
+    assert xr.reduce_segments(t, off, op="argmax").tolist() == [9, 989]
 
 
 @needs_cuda
@@ -87,6 +94,7 @@ def test_jax():
     assert float(xr.sum(x)) == 45
     rows = xr.sum(x.reshape(2, 5), axis=1)
     np.testing.assert_array_equal(np.asarray(rows), [10, 35])
+    np.testing.assert_array_equal(np.asarray(xr.argmax(x.reshape(2, 5), axis=0)), [1, 1, 1, 1, 1])
     lo, hi = xr.minmax(x)
     assert float(lo) == 0 and float(hi) == 9 and int(xr.argmax(x)) == 9
     if on_gpu:

@@ -92,7 +92,8 @@ def test_fuzz_reduce(x, op, axis, backend, exact, keepdims):
 
 
 @settings(max_examples=150, deadline=None, database=None)
-@given(n=st.integers(0, 200), cuts=st.lists(st.integers(-5, 205), max_size=12), op=st.sampled_from(FOLDS),
+@given(n=st.integers(0, 200), cuts=st.lists(st.integers(-5, 205), max_size=12),
+       op=st.sampled_from(FOLDS + ["argmin", "argmax", "minmax"]),
        backend=st.sampled_from(HOST_BACKENDS), seed=st.integers(0, 1000))
 def test_fuzz_segments(n, cuts, op, backend, seed):
     x = np.random.default_rng(seed).integers(-50, 50, size=n).astype(np.int32)
@@ -104,6 +105,10 @@ def test_fuzz_segments(n, cuts, op, backend, seed):
         return
     for i in range(len(offsets) - 1):
         part = x[offsets[i]:offsets[i + 1]]
-        if part.size:
+        if op == "minmax":
+            assert (got[0][i], got[1][i]) == ((part.min(), part.max()) if part.size else (2**31 - 1, -2**31))
+        elif op in ("argmin", "argmax"):
+            assert got[i] == (getattr(np, op)(part) if part.size else -1)
+        elif part.size:
             want = {"sum": part.sum(), "prod": np.prod(part, dtype=np.int32), "min": part.min(), "max": part.max()}[op]
             assert got[i] == want

@@ -38,11 +38,6 @@ def test_op_type_axis(backend, op, dtype):
             else np.ones((5, 7), dtype=dtype)
     for axis in (None, 0, 1, -1):
         for name, x in layouts(x2):
-            if op in ("argmin", "argmax") and not (
-                    axis is None or (axis in (1, -1) and name != "F") or (axis == 0 and name == "F")):
-                with pytest.raises(ValueError, match="contiguous"):
-                    getattr(xr, op)(x, axis=axis, backend=backend)
-                continue
             got = getattr(xr, op)(x, axis=axis, backend=backend)
             want = numpy_ref(x.astype(np.float32) if np.dtype(dtype).name == "bfloat16" else x, op, axis)
             np.testing.assert_array_equal(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64),
@@ -52,10 +47,9 @@ def test_op_type_axis(backend, op, dtype):
         got = getattr(xr, op)(x1, axis=axis, backend=backend)
         want = numpy_ref(x1.astype(np.float32) if np.dtype(dtype).name == "bfloat16" else x1, op, axis)
         assert float(got) == float(want)
-    if op not in ("argmin", "argmax"):
-        got = getattr(xr, op)(x2[:, 1], backend=backend)  # a strided 1-D column, read in place
-        want = numpy_ref(x2[:, 1].astype(np.float32) if np.dtype(dtype).name == "bfloat16" else x2[:, 1], op, None)
-        assert float(got) == float(want)
+    got = getattr(xr, op)(x2[:, 1], backend=backend)  # a strided 1-D column, read in place
+    want = numpy_ref(x2[:, 1].astype(np.float32) if np.dtype(dtype).name == "bfloat16" else x2[:, 1], op, None)
+    assert float(got) == float(want)
 
 
 def test_result_types():
@@ -113,6 +107,17 @@ def test_segments(backend):
     mx = xr.reduce_segments(x, offsets, "max", backend=backend)
     assert mx[0] == 2 and mx[1] == -np.inf and mx[2] == 9
     assert xr.reduce_segments(np.int32([1, 2, 3]), [0, 1, 3], backend=backend).dtype == np.int64
+    y = np.float32([3, 1, 1, np.nan, 2, 5, 5])
+    offs = [0, 3, 3, 5, 7]
+    idx = xr.reduce_segments(y, offs, "argmin", backend=backend)
+    assert idx.dtype == np.int64 and idx.tolist() == [1, -1, 0, 0]  # ties: the first; a NaN wins; empty: -1
+    assert xr.reduce_segments(y, offs, "argmax", backend=backend).tolist() == [0, -1, 0, 0]
+    lo, hi = xr.reduce_segments(y, offs, "minmax", backend=backend)
+    assert lo.dtype == hi.dtype == np.float32
+    np.testing.assert_array_equal(lo, [1, np.inf, np.nan, 5])
+    np.testing.assert_array_equal(hi, [3, -np.inf, np.nan, 5])
+    with pytest.raises(ValueError, match="zero-size"):
+        xr.argmin(np.zeros((4, 0), dtype=np.float32), axis=1, backend=backend)
     with pytest.raises(ValueError, match="decrease"):
         xr.reduce_segments(x, [0, 5, 3, 10], backend=backend)
     with pytest.raises(ValueError):
