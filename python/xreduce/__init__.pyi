@@ -4,7 +4,6 @@ __version__: str
 
 _Backend = Literal["auto", "cuda", "opencl", "omp"]
 _Op = Literal["sum", "prod", "min", "max", "argmin", "argmax", "minmax"]
-_Fold = Literal["sum", "prod", "min", "max"]
 _Axis = int | tuple[int, ...] | None
 _Device = int | str | None
 
@@ -64,7 +63,7 @@ def argmax(x: Any, axis: _Axis = None, *, backend: _Backend = "auto", device: _D
            keepdims: bool = False, out: Any = None) -> Any: ...
 def minmax(x: Any, axis: _Axis = None, *, backend: _Backend = "auto", device: _Device = None,
            keepdims: bool = False, out: tuple[Any, Any] | None = None) -> tuple[Any, Any]: ...
-def reduce_segments(x: Any, offsets: Any, op: _Fold = "sum", *, exact: bool = False, backend: _Backend = "auto",
+def reduce_segments(x: Any, offsets: Any, op: _Op = "sum", *, exact: bool = False, backend: _Backend = "auto",
                     device: _Device = None) -> Any: ...
 def backends() -> list[dict[str, Any]]: ...
 def check(backend: Literal["all", "cuda", "opencl", "omp"] = "all", *, kernels: Sequence[str] | None = None,
@@ -83,5 +82,5 @@ class Reducer:
                threads: int = 0, keepdims: bool = False, out: Any = None) -> Any: ...
     def record(self, x: Any, op: _Op = "sum", *, exact: bool = False, kernel: str = "auto", threads: int = 0,
                repeat: int = 1, warmup: int = 0) -> Result: ...
-    def reduce_segments(self, x: Any, offsets: Any, op: _Fold = "sum", *, exact: bool = False,
+    def reduce_segments(self, x: Any, offsets: Any, op: _Op = "sum", *, exact: bool = False,
                         kernel: str = "auto", threads: int = 0) -> Any: ...
