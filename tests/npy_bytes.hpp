@@ -21,10 +21,11 @@ inline std::string npy_bytes(std::string dict, const std::string& data) {
 }
 
 // The bytes of `values` as they lie in memory.
-template <class T> std::string bytes_of(std::initializer_list<T> values) {
+template <class T, class Values> std::string bytes_of(const Values& values) {
   std::string s;
   for (T v : values) s.append(reinterpret_cast<const char*>(&v), sizeof v);
   return s;
 }
+template <class T> std::string bytes_of(std::initializer_list<T> values) { return bytes_of<T, std::initializer_list<T>>(values); }
 
 }  // namespace xr_npy_test
