@@ -39,8 +39,19 @@ struct DistributedJob {
   bool json = false;
 };
 
-// Runs the job on every rank; `make_job` reads the arguments (its failure, or `early`, such as a
-// command-line error, is agreed on like any other). Returns the exit code, the same on every rank.
-int run_distributed(std::exception_ptr early, const std::function<DistributedJob()>& make_job);
+// A rank's command line as read before anything runs. `error`: it could not be read (a usage
+// error), agreed on like any failure of make_job. `leave`: it asks for something printed instead of
+// a reduction (--help); leave() prints it and returns the exit code.
+struct CommandLine {
+  std::exception_ptr error;
+  std::function<int()> leave;
+};
+
+// Runs the job on every rank; `make_job` reads the arguments (its failure, or line.error, is
+// agreed on like any other). Before anything else every rank learns whether any rank leaves
+// early: then the lowest such rank prints what it was asked for (and, where other ranks asked
+// for a reduction, one line saying that none runs), and every rank exits with its code. No rank
+// exits alone, so none waits for one that has gone. Returns the exit code, the same on every rank.
+int run_distributed(const CommandLine& line, const std::function<DistributedJob()>& make_job);
 
 }  // namespace xr::cli

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <utility>
 
 #include "cli_common.hpp"
@@ -94,15 +95,39 @@ json to_json(const mpi::GlobalResult& g, const Reference& ref, const Agreement& 
   return {{"ranks", rows}, {"result", result}};
 }
 
-int run(MPI_Comm comm, std::exception_ptr early, const std::function<DistributedJob()>& make_job) {
+// Whether any rank's command line leaves early (--help), agreed on by every rank: the lowest such
+// rank prints, and every rank returns its exit code. Empty when no rank leaves.
+std::optional<int> leave_together(MPI_Comm comm, const CommandLine& line) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  // The lowest leaving rank (negated, for MPI_MAX) and whether any rank stays.
+  int agreed[2] = {-(line.leave ? rank : size), line.leave ? 0 : 1};
+  MPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT, MPI_MAX, comm);
+  const int leaving = -agreed[0];
+  if (leaving >= size) return std::nullopt;
+  int code = 0;
+  if (rank == leaving) {
+    code = line.leave();
+    std::cout.flush();  // the help before the line on standard error
+    if (agreed[1])
+      std::cerr << "reduce_cli: rank " << rank << " of " << size
+                << " was given an option that prints and exits (--help): no rank reduces anything\n";
+  }
+  MPI_Bcast(&code, 1, MPI_INT, leaving, comm);
+  return code;
+}
+
+int run(MPI_Comm comm, const CommandLine& line, const std::function<DistributedJob()>& make_job) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
+  if (const std::optional<int> code = leave_together(comm, line)) return *code;
   DistributedJob job;
   std::unique_ptr<FileSource> file;
   std::uint64_t total = 0;
   DType type = DType::F32;
   local_step(comm, [&] {
-    if (early) std::rethrow_exception(early);
+    if (line.error) std::rethrow_exception(line.error);
     job = make_job();
     if (job.input.empty()) {
       total = job.n;
@@ -147,12 +172,12 @@ int run(MPI_Comm comm, std::exception_ptr early, const std::function<Distributed
 
 }  // namespace
 
-int run_distributed(std::exception_ptr early, const std::function<DistributedJob()>& make_job) {
+int run_distributed(const CommandLine& line, const std::function<DistributedJob()>& make_job) {
   MpiSession session;
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   try {
-    return run(MPI_COMM_WORLD, early, make_job);
+    return run(MPI_COMM_WORLD, line, make_job);
   } catch (...) {
     // Every failure here was agreed on: each rank has the same one, and rank 0 prints it.
     return exit_code(std::current_exception(), rank == 0);

@@ -4,7 +4,7 @@
 
 namespace xr::cli {
 
-int run_distributed(std::exception_ptr, const std::function<DistributedJob()>&) {
+int run_distributed(const CommandLine&, const std::function<DistributedJob()>&) {
   return report("started by an MPI launcher, but this reduce_cli was built without MPI (configure with "
                 "-DXREDUCE_MPI=ON and Open MPI installed)",
                 kUsage);

@@ -518,7 +518,16 @@ class App {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "check") return run_check(argc - 1, argv + 1);
+  // Under mpirun every rank reads its own command line: a rank's mistake, or its --help, is agreed
+  // on, so that every rank stops with it and none waits for a rank that has gone.
+  const bool distributed = launched_by_mpi();
+  if (argc > 1 && std::string(argv[1]) == "check") {
+    if (!distributed) return run_check(argc - 1, argv + 1);
+    const CommandLine refused{std::make_exception_ptr(InvalidArgument(
+                                  "'reduce_cli check' is for one process: run it without mpirun")),
+                              {}};
+    return run_distributed(refused, [] { return DistributedJob{}; });
+  }
   Args a;
   CLI::App cli{
       "reduce_cli: reduce an array on CUDA, OpenCL and OpenMP and check each result against an exact host "
@@ -528,23 +537,25 @@ int main(int argc, char** argv) {
       "reduce_cli"};
   add_options(cli, a);
   refuse_empty_values(cli);
-  // Under mpirun every rank reads its own command line: a rank's mistake is agreed on, so that
-  // every rank stops with it.
-  const bool distributed = launched_by_mpi();
-  std::exception_ptr parse_error;
+  CommandLine line;
   try {
     cli.parse(argc, argv);
     note_given(cli, a);
-  } catch (const CLI::CallForHelp& e) {
-    return cli.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return cli.exit(e);
+  } catch (const CLI::Success& e) {  // --help, --help-all: print, exit 0
+    if (!distributed) return cli.exit(e);
+    line.leave = [&cli, asked = std::current_exception()] {
+      try {
+        std::rethrow_exception(asked);
+      } catch (const CLI::Error& e) {
+        return cli.exit(e);
+      }
+    };
   } catch (const CLI::ParseError& e) {
     const std::string message = std::string(e.what()) + " (see --help)";
     if (!distributed) return report(message, kUsage);
-    parse_error = std::make_exception_ptr(InvalidArgument(message));
+    line.error = std::make_exception_ptr(InvalidArgument(message));
   }
-  if (distributed) return run_distributed(parse_error, [&] { return App(std::move(a)).job(); });
+  if (distributed) return run_distributed(line, [&] { return App(std::move(a)).job(); });
   try {
     return App(std::move(a)).run();
   } catch (...) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_run.hpp"
@@ -154,6 +155,22 @@ TEST_CASE("check: an OpenCL reproducer names the platform and device, and select
   }
 }
 
+TEST_CASE("a fault inside an OpenMP region ends reduce_cli with one error line and exit 2") {
+  const std::pair<std::string, std::string> cases[] = {
+      {"omp.vector", "--n 100003"},         {"omp.clause", "--n 100003 --kernel clause"},
+      {"core.generate", "--n 100003"},      {"core.reference_sum", "--n 100003"},
+      {"omp.rows", "--shape 1024x512"},     {"omp.pair_segments", "--segments 1000 --seg-len 300 --op argmax"},
+  };
+  for (const auto& [region, args] : cases) {
+    CAPTURE(region);
+    const Run r = shell("XR_TEST_FAULT_REGION=" + region + " timeout 120 " + std::string(XR_REDUCE_CLI_FAULTY) +
+                        " -b omp --repeat 1 --warmup 0 " + args);
+    CHECK_MESSAGE(r.code == 2, r.out);
+    CHECK_MESSAGE(one_error_line(r.out), r.out);
+    CHECK_MESSAGE(r.out.find("injected fault inside the OpenMP region " + region) != std::string::npos, r.out);
+  }
+}
+
 TEST_CASE("the broken-kernel switch is not in libxreduce's dynamic symbol table") {
   // The test build has it (the name searched for is right)...
   const Run in_faulty = shell("nm -C " + std::string(XR_REDUCE_CLI_FAULTY) + " | grep -c 'testing::break_kernel'");
@@ -162,7 +179,7 @@ TEST_CASE("the broken-kernel switch is not in libxreduce's dynamic symbol table"
   const std::string exported = XR_LIBRARY_SHARED ? XR_LIBRARY : XR_REDUCE_CLI;
   const Run api = shell("nm -DC --defined-only " + exported + " | grep -c 'xr::check_result'");
   if (XR_LIBRARY_SHARED) CHECK_MESSAGE(api.out != "0\n", api.out);
-  const Run symbols = shell("nm -DC --defined-only " + exported + " | grep -c 'break_kernel'");
+  const Run symbols = shell("nm -DC --defined-only " + exported + " | grep -c 'break_kernel\\|arm_region\\|region_fault'");
   CHECK_MESSAGE(symbols.out == "0\n", symbols.out);
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "regions.hpp"
 #include "xreduce/buffer.hpp"
 #include "xreduce/error.hpp"
 
@@ -224,9 +225,15 @@ HostBuffer generate_slice(DType type, std::uint64_t total, std::uint64_t first, 
     using T = decltype(zero);
     T* out = buf.as<T>();
     const auto len = static_cast<std::int64_t>(count);
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < len; ++i)
-      out[i] = element<T>(dist, rng, first + static_cast<std::uint64_t>(i), total);
+    detail::RegionErrors errors;
+#pragma omp parallel
+    {
+      errors.enter(detail::Region::CoreGenerate);
+#pragma omp for schedule(static)
+      for (std::int64_t i = 0; i < len; ++i)
+        out[i] = element<T>(dist, rng, first + static_cast<std::uint64_t>(i), total);
+    }
+    errors.rethrow();
   });
   return buf;
 }

@@ -12,6 +12,7 @@
 
 #include "pipeline.hpp"
 #include "product_range.hpp"
+#include "regions.hpp"
 #include "xreduce/exact.hpp"
 #include "xreduce/reference.hpp"
 #include "xreduce/semantics.hpp"
@@ -56,14 +57,17 @@ template <class T> class ReferenceState {
       if (op_ == Op::Sum) {
         double magnitude = 0;
 #ifdef _OPENMP
-        std::vector<ExactSum> parts(static_cast<std::size_t>(omp_get_max_threads()));
-#pragma omp parallel reduction(+ : magnitude)
-        {
+        const int threads = omp_get_max_threads();
+        std::vector<ExactSum> parts(static_cast<std::size_t>(threads));
+        detail::RegionErrors errors;
+#pragma omp parallel num_threads(threads) reduction(+ : magnitude)
+        errors.run(detail::Region::CoreReferenceSum, [&] {
           const int t = omp_get_thread_num(), nt = omp_get_num_threads();
           const std::uint64_t lo = n * t / nt, hi = n * (t + 1) / nt;
           add_exact(parts[t], x + lo, hi - lo);
           for (std::uint64_t i = lo; i < hi; ++i) magnitude += std::fabs(static_cast<double>(x[i]));
-        }
+        });
+        errors.rethrow();
         for (const auto& p : parts) sum_.merge(p);
 #else
         add_exact(sum_, x, n);
@@ -83,8 +87,14 @@ template <class T> class ReferenceState {
     if constexpr (std::is_integral_v<T> && !std::is_same_v<Wide, T>) {
       if (op_ == Op::Sum && acc_ == Accumulator::Wide) {
         std::uint64_t s = 0;  // wraps as the accumulator does
-#pragma omp parallel for reduction(+ : s)
-        for (std::int64_t i = 0; i < count; ++i) s += static_cast<std::uint64_t>(static_cast<Wide>(x[i]));
+        detail::RegionErrors errors;
+#pragma omp parallel
+        {
+          errors.enter(detail::Region::CoreReferenceWide);
+#pragma omp for reduction(+ : s)
+          for (std::int64_t i = 0; i < count; ++i) s += static_cast<std::uint64_t>(static_cast<Wide>(x[i]));
+        }
+        errors.rethrow();
         wide_ = static_cast<Wide>(static_cast<std::uint64_t>(wide_) + s);
         return;
       }

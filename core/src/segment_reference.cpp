@@ -7,6 +7,7 @@
 
 #include "pipeline.hpp"
 #include "product_range.hpp"
+#include "regions.hpp"
 #include "segment_device.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/reference.hpp"
@@ -38,25 +39,31 @@ void reference_pairs(const void* data, const SegmentLayout& layout, SegmentRefer
       const T* x = static_cast<const T*>(data);
       if constexpr (F::op == Op::MinMax) ref.maxima = HostBuffer(ref.type, layout.count);
       else ref.indices.resize(layout.count);
-#pragma omp parallel for schedule(dynamic, 1024)
-      for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(layout.count); ++signed_i) {
-        const auto i = static_cast<std::uint64_t>(signed_i);
-        const std::uint64_t len = segment_length(layout, i);
-        ref.length[i] = len;
-        auto r = F::template identity<T>();
-        for (std::uint64_t k = 0; k < len; ++k) {
-          const T v = segment_element(x, layout, i, k);
-          if constexpr (F::op == Op::MinMax) r = F::apply(r, {v, v});
-          else r = F::apply(r, {v, static_cast<std::int64_t>(k)});
-        }
-        if constexpr (F::op == Op::MinMax) {
-          ref.values.as<T>()[i] = r.min;
-          ref.maxima.as<T>()[i] = r.max;
-        } else {
-          ref.values.as<T>()[i] = r.value;
-          ref.indices[i] = r.index == kNoIndex ? -1 : r.index;
+      detail::RegionErrors errors;
+#pragma omp parallel
+      {
+        errors.enter(detail::Region::CoreSegmentPairs);
+#pragma omp for schedule(dynamic, 1024)
+        for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(layout.count); ++signed_i) {
+          const auto i = static_cast<std::uint64_t>(signed_i);
+          const std::uint64_t len = segment_length(layout, i);
+          ref.length[i] = len;
+          auto r = F::template identity<T>();
+          for (std::uint64_t k = 0; k < len; ++k) {
+            const T v = segment_element(x, layout, i, k);
+            if constexpr (F::op == Op::MinMax) r = F::apply(r, {v, v});
+            else r = F::apply(r, {v, static_cast<std::int64_t>(k)});
+          }
+          if constexpr (F::op == Op::MinMax) {
+            ref.values.as<T>()[i] = r.min;
+            ref.maxima.as<T>()[i] = r.max;
+          } else {
+            ref.values.as<T>()[i] = r.value;
+            ref.indices[i] = r.index == kNoIndex ? -1 : r.index;
+          }
         }
       }
+      errors.rethrow();
     });
   });
 }
@@ -82,10 +89,8 @@ SegmentReference reference_segments(HostArray data, const SegmentLayout& layout,
   visit_dtype(data.type, [&](auto zero) {
     using T = decltype(zero);
     const T* x = static_cast<const T*>(data.data);
-    // Segments are independent: in parallel, a column gathered by each thread into its own buffer.
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(layout.count); ++signed_i) {
-      const auto i = static_cast<std::uint64_t>(signed_i);
+    // Segment i's value into ref; it may throw (std::bad_alloc gathering a column).
+    const auto reduce_segment = [&](std::uint64_t i) {
       std::vector<T> gathered;
       const T* seg = nullptr;
       std::uint64_t len = 0;
@@ -140,7 +145,20 @@ SegmentReference reference_segments(HostArray data, const SegmentLayout& layout,
         using R = decltype(r);
         ref.values.as<R>()[i] = v.as<R>();
       });
+    };
+    // Segments are independent: in parallel, a column gathered by each thread into its own buffer.
+    // Each segment is guarded, and once one has failed the rest are skipped.
+    detail::RegionErrors errors;
+#pragma omp parallel
+    {
+      errors.enter(detail::Region::CoreSegmentFolds);
+#pragma omp for schedule(dynamic, 1024)
+      for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(layout.count); ++signed_i) {
+        if (errors.failed()) continue;
+        errors.guard([&] { reduce_segment(static_cast<std::uint64_t>(signed_i)); });
+      }
     }
+    errors.rethrow();
   });
   return ref;
 }
@@ -193,13 +211,23 @@ SegmentAgreement check_segments(const SegmentedResult& result, const SegmentRefe
     return check_result(r, expected, exact);
   };
   std::uint64_t agree = 0, first_bad = a.count;
-#pragma omp parallel for schedule(dynamic, 4096) reduction(+ : agree) reduction(min : first_bad)
-  for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(a.count); ++signed_i) {
-    const auto i = static_cast<std::uint64_t>(signed_i);
-    // The same bits agree under every rule; anything else goes to check_result.
-    if (same_bits(i) || judge(i).ok) ++agree;
-    else first_bad = std::min(first_bad, i);
+  // judge() may throw (std::bad_alloc building its text): each value is guarded.
+  detail::RegionErrors errors;
+#pragma omp parallel
+  {
+    errors.enter(detail::Region::CoreCheckSegments);
+#pragma omp for schedule(dynamic, 4096) reduction(+ : agree) reduction(min : first_bad)
+    for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(a.count); ++signed_i) {
+      if (errors.failed()) continue;
+      const auto i = static_cast<std::uint64_t>(signed_i);
+      // The same bits agree under every rule; anything else goes to check_result.
+      errors.guard([&] {
+        if (same_bits(i) || judge(i).ok) ++agree;
+        else first_bad = std::min(first_bad, i);
+      });
+    }
   }
+  errors.rethrow();
   a.agree = agree;
   if (first_bad < a.count) {
     a.first_bad = first_bad;

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <type_traits>
 
+#include "xreduce/error.hpp"
+
 namespace xr::detail::testing {
 namespace {
 
@@ -18,7 +20,30 @@ Broken& broken() {
   return b;
 }
 
+std::array<std::atomic<std::uint64_t>, kRegions.size()> region_fault_counts{};
+
 }  // namespace
+
+std::atomic<int> armed_region{-1};
+
+void region_fault(Region region) {
+  int armed = static_cast<int>(region);
+  // Only the first thread to enter the armed region takes its fault.
+  if (!armed_region.compare_exchange_strong(armed, -1, std::memory_order_acq_rel, std::memory_order_relaxed)) return;
+  region_fault_counts[static_cast<std::size_t>(region)].fetch_add(1, std::memory_order_relaxed);
+  throw DeviceError("injected fault inside the OpenMP region " + std::string(region_name(region)), kInjectedFault,
+                    "injected fault");
+}
+
+void arm_region(Region region) { armed_region.store(static_cast<int>(region), std::memory_order_release); }
+
+void disarm_regions() { armed_region.store(-1, std::memory_order_release); }
+
+std::uint64_t region_faults(Region region) {
+  return region_fault_counts[static_cast<std::size_t>(region)].load(std::memory_order_relaxed);
+}
+
+bool region_armed(Region region) { return armed_region.load(std::memory_order_acquire) == static_cast<int>(region); }
 
 void break_kernel(std::string backend, std::string kernel) {
   Broken& b = broken();

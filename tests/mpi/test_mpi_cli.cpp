@@ -103,6 +103,38 @@ TEST_CASE("a rank's failure ends every rank with one line, exit 2, and nothing h
   }
 }
 
+TEST_CASE("a rank that prints and exits (--help) or is refused ends every rank at once, MPMD too") {
+  // Each run is stopped after 30 s: a rank left waiting for one that has gone shows as exit 124.
+  const auto quick = [](const std::string& ranks_and_args) {
+    return shell("timeout 30 " + std::string(XR_MPIEXEC) + " " + ranks_and_args);
+  };
+  const std::string job = cli_path() + " -b omp --n 1000 --repeat 1 --warmup 0";
+  const std::string help_heading = "reduce_cli: reduce an array";
+  const std::string nothing_runs = "no rank reduces anything";
+  // --help on one rank, first or last: that rank prints the help once, every rank exits 0.
+  for (const std::string& ranks : {"-n 1 " + cli_path() + " --help : -n 1 " + job,
+                                   "-n 2 " + job + " : -n 1 " + cli_path() + " --help"}) {
+    CAPTURE(ranks);
+    const Run r = quick(ranks);
+    CHECK_MESSAGE(r.code == 0, r.out);
+    CHECK_MESSAGE(count(r.out, help_heading) == 1, r.out);
+    CHECK_MESSAGE(count(r.out, nothing_runs) == 1, r.out);
+  }
+  // --help on every rank: printed once, and no rank was asked for a reduction.
+  const Run all = quick("-n 2 " + cli_path() + " --help");
+  CHECK_MESSAGE(all.code == 0, all.out);
+  CHECK_MESSAGE(count(all.out, help_heading) == 1, all.out);
+  CHECK_MESSAGE(count(all.out, nothing_runs) == 0, all.out);
+  // A command-line error, --list, and `check` (one process only) on one rank: one line, exit 2.
+  for (const std::string& other : {std::string("--bogus"), std::string("--list"), std::string("check --sizes 1")}) {
+    CAPTURE(other);
+    const Run r = quick("-n 1 " + job + " : -n 1 " + cli_path() + " " + other);
+    CHECK_MESSAGE(r.code == 2, r.out);
+    CHECK_MESSAGE(count(r.out, "reduce_cli: error: ") == 1, r.out);
+    CHECK_MESSAGE(count(r.out, "reduce_cli: error: rank 1 of 2") == 1, r.out);
+  }
+}
+
 TEST_CASE("segmented options are refused under mpirun, on every rank, before anything runs") {
   const std::string npy = scratch("mpi_matrix.npy", "");
   REQUIRE(cli("-b omp --shape 4x4 --save-result " + npy).code == 0);  // a 4-value .npy, any file will do

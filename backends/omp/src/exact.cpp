@@ -31,6 +31,7 @@
 // point environment uses ExactSum::add for everything.
 #include "exact.hpp"
 #include "policy.hpp"
+#include "regions.hpp"
 
 #include <omp.h>
 
@@ -333,15 +334,17 @@ template <class T> ExactSum::Raw exact_sum_state(const T* x, std::uint64_t n, in
   threads = std::max(threads, 1);
   const bool avx2 = use_avx2();
   std::vector<ExactSum> part(static_cast<std::size_t>(threads));
+  xr::detail::RegionErrors errors;
 #pragma omp parallel num_threads(threads)
-  {
+  errors.run(xr::detail::Region::OmpExact, [&] {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     // Shares on 64-byte boundaries of the index (any split gives the same exact sum).
     constexpr u64 kAlign = 64 / sizeof(T);
     const auto edge = [&](int k) { return std::min(n, n / kAlign * static_cast<u64>(k) / nt * kAlign); };
     const u64 lo = edge(t), hi = t + 1 == nt ? n : edge(t + 1);
     if (hi > lo) add_range(x + lo, hi - lo, part[static_cast<std::size_t>(t)], avx2);
-  }
+  });
+  errors.rethrow();
   // Merge in thread order (any order gives the same state).
   ExactSum total;
   for (const auto& p : part) total.merge(p);

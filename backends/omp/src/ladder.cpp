@@ -17,6 +17,7 @@
 #include "exact.hpp"
 #include "lanes.hpp"
 #include "policy.hpp"
+#include "regions.hpp"
 #include "widen.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
@@ -25,6 +26,8 @@ namespace xr::omp::detail {
 namespace {
 
 using xr::detail::ceil_div;
+using xr::detail::Region;
+using xr::detail::RegionErrors;
 
 // The type each rung combines in. Integer sums and products run in the unsigned type so that
 // wrap-around is defined.
@@ -66,40 +69,48 @@ Span share(std::uint64_t n, int t, int nt, std::uint64_t align) {
 // rung `clause`: the OpenMP reduction clause (Ukrainian Wikipedia, "Reduction (parallel
 // programming)"); one accumulator per thread, so
 // one element a cycle per core at best, and no NaN rule of its own (a flag adds it).
+// The loop is a worksharing loop in a region of its own, so that each thread enters the region
+// (RegionErrors::enter) before its iterations; the loop bodies throw nothing.
 template <Op O, class T, class A> RungValue run_clause(const T* x, std::uint64_t n, int threads) {
   using Wt = work_t<O, A>;
   Wt acc = static_cast<Wt>(identity<A>(O));
   bool nan = false;
   const auto count = static_cast<std::int64_t>(n);
-  if constexpr (O == Op::Sum && std::is_floating_point_v<A>) {
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(xr_float_sum : acc)
-    for (std::int64_t i = 0; i < count; ++i) acc += static_cast<Wt>(static_cast<A>(x[i]));
-  } else if constexpr (O == Op::Sum) {
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : acc)
-    for (std::int64_t i = 0; i < count; ++i) acc += static_cast<Wt>(static_cast<A>(x[i]));
-  } else if constexpr (O == Op::Prod) {
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(* : acc)
-    for (std::int64_t i = 0; i < count; ++i) acc *= static_cast<Wt>(static_cast<A>(x[i]));
-  } else if constexpr (O == Op::Min && std::is_floating_point_v<Wt>) {
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(xr_float_min : acc) reduction(|| : nan)
-    for (std::int64_t i = 0; i < count; ++i) {
-      nan = nan || x[i] != x[i];
-      acc = x[i] < acc ? x[i] : acc;
+  RegionErrors errors;
+#pragma omp parallel num_threads(threads)
+  {
+    errors.enter(Region::OmpClause);
+    if constexpr (O == Op::Sum && std::is_floating_point_v<A>) {
+#pragma omp for schedule(static) reduction(xr_float_sum : acc)
+      for (std::int64_t i = 0; i < count; ++i) acc += static_cast<Wt>(static_cast<A>(x[i]));
+    } else if constexpr (O == Op::Sum) {
+#pragma omp for schedule(static) reduction(+ : acc)
+      for (std::int64_t i = 0; i < count; ++i) acc += static_cast<Wt>(static_cast<A>(x[i]));
+    } else if constexpr (O == Op::Prod) {
+#pragma omp for schedule(static) reduction(* : acc)
+      for (std::int64_t i = 0; i < count; ++i) acc *= static_cast<Wt>(static_cast<A>(x[i]));
+    } else if constexpr (O == Op::Min && std::is_floating_point_v<Wt>) {
+#pragma omp for schedule(static) reduction(xr_float_min : acc) reduction(|| : nan)
+      for (std::int64_t i = 0; i < count; ++i) {
+        nan = nan || x[i] != x[i];
+        acc = x[i] < acc ? x[i] : acc;
+      }
+    } else if constexpr (O == Op::Min) {
+#pragma omp for schedule(static) reduction(min : acc)
+      for (std::int64_t i = 0; i < count; ++i) acc = x[i] < acc ? x[i] : acc;
+    } else if constexpr (O == Op::Max && std::is_floating_point_v<Wt>) {
+#pragma omp for schedule(static) reduction(xr_float_max : acc) reduction(|| : nan)
+      for (std::int64_t i = 0; i < count; ++i) {
+        nan = nan || x[i] != x[i];
+        acc = acc < x[i] ? x[i] : acc;
+      }
+    } else {
+      static_assert(O == Op::Max, "run_clause: a fold with no reduction clause");
+#pragma omp for schedule(static) reduction(max : acc)
+      for (std::int64_t i = 0; i < count; ++i) acc = acc < x[i] ? x[i] : acc;
     }
-  } else if constexpr (O == Op::Min) {
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : acc)
-    for (std::int64_t i = 0; i < count; ++i) acc = x[i] < acc ? x[i] : acc;
-  } else if constexpr (O == Op::Max && std::is_floating_point_v<Wt>) {
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(xr_float_max : acc) reduction(|| : nan)
-    for (std::int64_t i = 0; i < count; ++i) {
-      nan = nan || x[i] != x[i];
-      acc = acc < x[i] ? x[i] : acc;
-    }
-  } else {
-    static_assert(O == Op::Max, "run_clause: a fold with no reduction clause");
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : acc)
-    for (std::int64_t i = 0; i < count; ++i) acc = acc < x[i] ? x[i] : acc;
   }
+  errors.rethrow();
   A value = static_cast<A>(acc);
   if constexpr (is_float_v<A>)
     if (nan) value = std::numeric_limits<A>::quiet_NaN();
@@ -156,12 +167,14 @@ template <Op O, class T, class A> RungValue run_vector(const T* x, std::uint64_t
   constexpr std::uint64_t K = lanes::kFoldLanes<T, A>;
   const auto fold = share_fn<O, T, A>();
   std::vector<A> partial(static_cast<std::size_t>(threads), identity<A>(O));
+  RegionErrors errors;
 #pragma omp parallel num_threads(threads)
-  {
+  errors.run(Region::OmpVector, [&] {
     const int t = omp_get_thread_num();
     const Span s = share(n, t, omp_get_num_threads(), K);
     partial[static_cast<std::size_t>(t)] = fold(x + s.lo, s.hi - s.lo, 0);
-  }
+  });
+  errors.rethrow();
   A r = identity<A>(O);
   for (const auto& p : partial) r = OpFn<O>::apply(r, p);
   return {Scalar::of<A>(r), ceil_div(n, threads * K) + K + threads};
@@ -188,12 +201,14 @@ template <Op O, class T> RungValue run_pair(const T* x, std::uint64_t n, int thr
   using Record = pair_record_t<O, T>;
   const auto locate = share_fn<O, T, T>();
   std::vector<Record> partial(static_cast<std::size_t>(threads), PairFn<O>::template identity<T>());
+  RegionErrors errors;
 #pragma omp parallel num_threads(threads)
-  {
+  errors.run(Region::OmpVectorPairs, [&] {
     const int t = omp_get_thread_num();
     const Span s = share(n, t, omp_get_num_threads(), lanes::kLanes<compute_t<T>>);
     partial[static_cast<std::size_t>(t)] = locate(x + s.lo, s.hi - s.lo, static_cast<std::int64_t>(s.lo));
-  }
+  });
+  errors.rethrow();
   Record r = PairFn<O>::template identity<T>();
   for (const auto& p : partial) r = PairFn<O>::apply(r, p);
   return rung_value(r);
@@ -206,8 +221,9 @@ RungValue run_stream_read(const void* data, std::uint64_t bytes, int threads) {
   const auto* w = static_cast<const std::uint64_t*>(data);
   const std::uint64_t words = bytes / 8;
   std::uint64_t all = 0;
+  RegionErrors errors;
 #pragma omp parallel num_threads(threads) reduction(^ : all)
-  {
+  errors.run(Region::OmpStreamRead, [&] {
     const Span s = share(words, omp_get_thread_num(), omp_get_num_threads(), K);
     std::uint64_t lane[K] = {};
     std::uint64_t i = s.lo;
@@ -215,7 +231,8 @@ RungValue run_stream_read(const void* data, std::uint64_t bytes, int threads) {
       for (std::uint64_t j = 0; j < K; ++j) lane[j] ^= w[i + j];
     for (; i < s.hi; ++i) lane[0] ^= w[i];
     for (auto l : lane) all ^= l;
-  }
+  });
+  errors.rethrow();
   return {Scalar::of<std::int64_t>(static_cast<std::int64_t>(all)), 0};
 }
 
@@ -271,11 +288,13 @@ template <class T> ExactSum::Raw exact_half_state(const T* x, std::uint64_t n, i
   ExactSum sum;
   for (std::uint64_t first = 0; first < n; first += kBlock) {
     const std::uint64_t len = std::min(kBlock, n - first);
+    RegionErrors errors;
 #pragma omp parallel num_threads(threads)
-    {
+    errors.run(Region::OmpExactWiden, [&] {
       const Span s = share(len, omp_get_thread_num(), omp_get_num_threads(), 8);
       widen(x + first + s.lo, wide.data() + s.lo, s.hi - s.lo);
-    }
+    });
+    errors.rethrow();
     sum.merge_raw(exact_sum_state(wide.data(), len, threads));
   }
   return sum.raw();

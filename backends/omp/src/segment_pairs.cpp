@@ -13,6 +13,7 @@
 
 #include "arith.hpp"
 #include "policy.hpp"
+#include "regions.hpp"
 #include "segments.hpp"
 #include "xreduce/semantics.hpp"
 
@@ -20,6 +21,8 @@ namespace xr::omp::detail {
 namespace {
 
 using xr::detail::ceil_div;
+using xr::detail::Region;
+using xr::detail::RegionErrors;
 using xr::detail::SegmentJob;
 
 // Columns a block of the columns layout keeps records for: 4 KiB of f32 input a row.
@@ -45,16 +48,22 @@ template <Op O, class T, class C> pair_record_t<O, T> stored(const pair_record_t
 template <Op O, class T> void pair_segments(const T* x, const SegmentLayout& l, pair_record_t<O, T>* out, int threads) {
   using C = compute_t<T>;
   const auto count = static_cast<std::int64_t>(l.count);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 64)
-  for (std::int64_t si = 0; si < count; ++si) {
-    const auto i = static_cast<std::uint64_t>(si);
-    const xr::detail::Range range = xr::detail::segment_range(l, i);
-    auto r = PairFn<O>::template identity<C>();
-    const T* seg = x + range.begin;
-    const auto len = static_cast<std::int64_t>(range.end - range.begin);
-    for (std::int64_t k = 0; k < len; ++k) feed<O, C>(r, static_cast<C>(seg[k]), k);
-    out[i] = stored<O, T>(r);
+  RegionErrors errors;
+#pragma omp parallel num_threads(threads)
+  {
+    errors.enter(Region::OmpPairSegments);
+#pragma omp for schedule(dynamic, 64)
+    for (std::int64_t si = 0; si < count; ++si) {
+      const auto i = static_cast<std::uint64_t>(si);
+      const xr::detail::Range range = xr::detail::segment_range(l, i);
+      auto r = PairFn<O>::template identity<C>();
+      const T* seg = x + range.begin;
+      const auto len = static_cast<std::int64_t>(range.end - range.begin);
+      for (std::int64_t k = 0; k < len; ++k) feed<O, C>(r, static_cast<C>(seg[k]), k);
+      out[i] = stored<O, T>(r);
+    }
   }
+  errors.rethrow();
 }
 
 template <Op O, class T> void pair_columns(const T* x, const SegmentLayout& l, pair_record_t<O, T>* out, int threads) {
@@ -68,25 +77,36 @@ template <Op O, class T> void pair_columns(const T* x, const SegmentLayout& l, p
   const std::uint64_t band_rows = ceil_div(rows, bands);
   std::vector<R> partial(bands * cols, PairFn<O>::template identity<C>());
   const auto tasks = static_cast<std::int64_t>(blocks * bands);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (std::int64_t task = 0; task < tasks; ++task) {
-    const std::uint64_t block = static_cast<std::uint64_t>(task) % blocks, band = static_cast<std::uint64_t>(task) / blocks;
-    const std::uint64_t c0 = block * kPairColumnBlock, c1 = std::min(cols, c0 + kPairColumnBlock);
-    const std::uint64_t r0 = band * band_rows, r1 = std::min(rows, r0 + band_rows);
-    R* acc = partial.data() + band * cols;
-    for (std::uint64_t r = r0; r < r1; ++r) {
-      const T* row = x + r * l.stride;
-      for (std::uint64_t c = c0; c < c1; ++c) feed<O, C>(acc[c], static_cast<C>(row[c]), static_cast<std::int64_t>(r));
+  RegionErrors errors;
+#pragma omp parallel num_threads(threads)
+  {
+    errors.enter(Region::OmpPairColumns);
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t task = 0; task < tasks; ++task) {
+      const std::uint64_t block = static_cast<std::uint64_t>(task) % blocks, band = static_cast<std::uint64_t>(task) / blocks;
+      const std::uint64_t c0 = block * kPairColumnBlock, c1 = std::min(cols, c0 + kPairColumnBlock);
+      const std::uint64_t r0 = band * band_rows, r1 = std::min(rows, r0 + band_rows);
+      R* acc = partial.data() + band * cols;
+      for (std::uint64_t r = r0; r < r1; ++r) {
+        const T* row = x + r * l.stride;
+        for (std::uint64_t c = c0; c < c1; ++c) feed<O, C>(acc[c], static_cast<C>(row[c]), static_cast<std::int64_t>(r));
+      }
     }
   }
+  errors.rethrow();
   const auto ncols = static_cast<std::int64_t>(cols);
-#pragma omp parallel for num_threads(threads)
-  for (std::int64_t sc = 0; sc < ncols; ++sc) {
-    const auto c = static_cast<std::uint64_t>(sc);
-    R r = partial[c];
-    for (std::uint64_t b = 1; b < bands; ++b) r = PairFn<O>::apply(r, partial[b * cols + c]);
-    out[c] = stored<O, T>(r);
+#pragma omp parallel num_threads(threads)
+  {
+    errors.enter(Region::OmpPairColumnMerge);
+#pragma omp for
+    for (std::int64_t sc = 0; sc < ncols; ++sc) {
+      const auto c = static_cast<std::uint64_t>(sc);
+      R r = partial[c];
+      for (std::uint64_t b = 1; b < bands; ++b) r = PairFn<O>::apply(r, partial[b * cols + c]);
+      out[c] = stored<O, T>(r);
+    }
   }
+  errors.rethrow();
 }
 
 }  // namespace

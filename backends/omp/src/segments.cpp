@@ -33,6 +33,7 @@
 #include "cpu.hpp"
 #include "ladder.hpp"
 #include "policy.hpp"
+#include "regions.hpp"
 #include "widen.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
@@ -43,6 +44,8 @@ namespace {
 using xr::detail::ceil_div;
 using xr::detail::ceil_log2;
 using xr::detail::ExactPiece;
+using xr::detail::Region;
+using xr::detail::RegionErrors;
 using xr::detail::SegmentJob;
 using xr::detail::SegmentOutcome;
 
@@ -151,36 +154,40 @@ template <Op O, class T, class A, std::uint64_t L> void run_fixed_rows(const T* 
   const std::uint64_t blocks = ceil_div(rows, B);
   // Whether the W-element block from row r's last block lies inside the input (fold_pack).
   const auto readable = [&](std::uint64_t r) { return last_block_readable<W>(r * L, L, rows * L); };
+  RegionErrors errors;
 #pragma omp parallel num_threads(threads)
   {
-    const auto nt = static_cast<std::uint64_t>(omp_get_num_threads()), t = static_cast<std::uint64_t>(omp_get_thread_num());
-    for (std::uint64_t b = share_start(blocks, t, nt), b1 = share_start(blocks, t + 1, nt); b < b1; ++b) {
-      const std::uint64_t r0 = b * B, n = std::min(B, rows - r0);
-      const T* block = x + r0 * L;
-      if (n == B && (stream || L >= 2 * P)) {
-        alignas(16) A value[B];
-        if constexpr (L >= 2 * P) {
-          const bool whole = readable(r0 + B - 1);
-          for (std::uint64_t g = 0; g < B; g += P) {
-            Pack<A> row[P];
-            for (std::uint64_t k = 0; k < P; ++k) row[k] = fold_pack<O, T, A, W>(block + (g + k) * L, L, whole);
-            const Pack<A> v = fold_across<O, A>(row);
-            std::memcpy(value + g, &v, sizeof v);
+    errors.run(Region::OmpRowsFixed, [&] {
+      const auto nt = static_cast<std::uint64_t>(omp_get_num_threads()), t = static_cast<std::uint64_t>(omp_get_thread_num());
+      for (std::uint64_t b = share_start(blocks, t, nt), b1 = share_start(blocks, t + 1, nt); b < b1; ++b) {
+        const std::uint64_t r0 = b * B, n = std::min(B, rows - r0);
+        const T* block = x + r0 * L;
+        if (n == B && (stream || L >= 2 * P)) {
+          alignas(16) A value[B];
+          if constexpr (L >= 2 * P) {
+            const bool whole = readable(r0 + B - 1);
+            for (std::uint64_t g = 0; g < B; g += P) {
+              Pack<A> row[P];
+              for (std::uint64_t k = 0; k < P; ++k) row[k] = fold_pack<O, T, A, W>(block + (g + k) * L, L, whole);
+              const Pack<A> v = fold_across<O, A>(row);
+              std::memcpy(value + g, &v, sizeof v);
+            }
+          } else {
+            for (std::uint64_t r = 0; r < B; ++r) value[r] = fold_fixed<O, T, A, L>(block + r * L);
           }
+          if (stream) stream_out(out + r0, value, sizeof value);
+          else std::memcpy(out + r0, value, sizeof value);
         } else {
-          for (std::uint64_t r = 0; r < B; ++r) value[r] = fold_fixed<O, T, A, L>(block + r * L);
-        }
-        if (stream) stream_out(out + r0, value, sizeof value);
-        else std::memcpy(out + r0, value, sizeof value);
-      } else {
-        for (std::uint64_t r = 0; r < n; ++r) {
-          if constexpr (L >= 2 * P) out[r0 + r] = fold<O, T, A, W>(block + r * L, L, readable(r0 + r));
-          else out[r0 + r] = fold_fixed<O, T, A, L>(block + r * L);
+          for (std::uint64_t r = 0; r < n; ++r) {
+            if constexpr (L >= 2 * P) out[r0 + r] = fold<O, T, A, W>(block + r * L, L, readable(r0 + r));
+            else out[r0 + r] = fold_fixed<O, T, A, L>(block + r * L);
+          }
         }
       }
-    }
+    });
     if (stream) finish_streaming();
   }
+  errors.rethrow();
 }
 
 // The dense row lengths with a loop of their own (run_fixed_rows): 1 to kShortRow, then the
@@ -238,9 +245,13 @@ std::uint64_t run_segments(const T* x, std::uint64_t readable, const S& s, A* ou
   if (have_avx2()) share = &avx2::fold_share<O, T, A, W, S>;
 #endif
   std::vector<Part<A>> parts(static_cast<std::size_t>(threads));
+  RegionErrors errors;
 #pragma omp parallel num_threads(threads)
-  share(x, readable, s, out, parts[static_cast<std::size_t>(omp_get_thread_num())],
-        static_cast<std::uint64_t>(omp_get_thread_num()), static_cast<std::uint64_t>(omp_get_num_threads()));
+  errors.run(Region::OmpRows, [&] {
+    share(x, readable, s, out, parts[static_cast<std::size_t>(omp_get_thread_num())],
+          static_cast<std::uint64_t>(omp_get_thread_num()), static_cast<std::uint64_t>(omp_get_num_threads()));
+  });
+  errors.rethrow();
   for (const auto& p : parts)
     if (p.segment != ~std::uint64_t{0}) out[p.segment] = OpFn<O>::apply(out[p.segment], p.value);
   const std::uint64_t total = s.start(s.count);
@@ -325,13 +336,15 @@ template <Op O, class T, class A> std::uint64_t run_columns(const T* x, const Se
     return 0;
   }
   if (cols * sizeof(A) > kColumnPartialBytes) {  // very wide: columns over threads, in bands
+    RegionErrors errors;
 #pragma omp parallel num_threads(threads)
-    {
+    errors.run(Region::OmpColumnBands, [&] {
       const auto nt = static_cast<std::uint64_t>(omp_get_num_threads()), t = static_cast<std::uint64_t>(omp_get_thread_num());
       const std::uint64_t c0 = share_start(cols, t, nt), c1 = share_start(cols, t + 1, nt);
       for (std::uint64_t b = c0; b < c1; b += kColumnBand)
         fold_rows<O, T, A>(x + b, l.stride, 0, rows, std::min(c1, b + kColumnBand) - b, out + b);
-    }
+    });
+    errors.rethrow();
     return rows;
   }
   // Rows over threads, each streaming its rows into its own partials; then every thread combines
@@ -342,27 +355,36 @@ template <Op O, class T, class A> std::uint64_t run_columns(const T* x, const Se
   const std::uint64_t slot = cols + 4096 / sizeof(A);
   const auto slots = std::make_unique_for_overwrite<A[]>(static_cast<std::size_t>(threads) * slot);
   std::vector<A*> partial(static_cast<std::size_t>(threads), nullptr);
+  // Every thread meets the barrier, whatever its first phase threw; the second runs only if
+  // no thread failed in the first.
+  RegionErrors errors;
 #pragma omp parallel num_threads(threads)
   {
     const auto nt = static_cast<std::uint64_t>(omp_get_num_threads()), t = static_cast<std::uint64_t>(omp_get_thread_num());
-    const std::uint64_t r0 = share_start(rows, t, nt), r1 = share_start(rows, t + 1, nt);
-    if (r0 < r1) {
-      A* acc = apart_from(slots.get() + t * slot, x + r0 * l.stride);
-      fold_rows<O, T, A>(x, l.stride, r0, r1, cols, acc);
-      partial[t] = acc;
-    }
+    errors.run(Region::OmpColumns, [&] {
+      const std::uint64_t r0 = share_start(rows, t, nt), r1 = share_start(rows, t + 1, nt);
+      if (r0 < r1) {
+        A* acc = apart_from(slots.get() + t * slot, x + r0 * l.stride);
+        fold_rows<O, T, A>(x, l.stride, r0, r1, cols, acc);
+        partial[t] = acc;
+      }
+    });
 #pragma omp barrier
-    const std::uint64_t c0 = share_start(cols, t, nt), c1 = share_start(cols, t + 1, nt);
-    bool first = true;
-    for (const A* p : partial) {
-      if (p == nullptr) continue;
-      if (first)
-        for (std::uint64_t c = c0; c < c1; ++c) out[c] = p[c];
-      else
-        for (std::uint64_t c = c0; c < c1; ++c) out[c] = OpFn<O>::apply(out[c], p[c]);
-      first = false;
-    }
+    if (!errors.failed())
+      errors.guard([&] {
+        const std::uint64_t c0 = share_start(cols, t, nt), c1 = share_start(cols, t + 1, nt);
+        bool first = true;
+        for (const A* p : partial) {
+          if (p == nullptr) continue;
+          if (first)
+            for (std::uint64_t c = c0; c < c1; ++c) out[c] = p[c];
+          else
+            for (std::uint64_t c = c0; c < c1; ++c) out[c] = OpFn<O>::apply(out[c], p[c]);
+          first = false;
+        }
+      });
   }
+  errors.rethrow();
   return rows / static_cast<std::uint64_t>(threads) + 1 + kColumnRows + kLanes<A> + static_cast<std::uint64_t>(threads);
 }
 
@@ -384,8 +406,14 @@ template <class F> std::uint64_t dispatch(const SegmentJob& job, int threads, F 
           std::vector<C> values(job.layout.count);
           const std::uint64_t depth = run.template operator()<O, T, C>(x, job.layout, values.data(), threads);
           const auto count = static_cast<std::int64_t>(values.size());
-#pragma omp parallel for num_threads(threads)
-          for (std::int64_t i = 0; i < count; ++i) out[i] = static_cast<A>(values[static_cast<std::size_t>(i)]);
+          RegionErrors errors;
+#pragma omp parallel num_threads(threads)
+          {
+            errors.enter(Region::OmpSegmentsNarrow);
+#pragma omp for
+            for (std::int64_t i = 0; i < count; ++i) out[i] = static_cast<A>(values[static_cast<std::size_t>(i)]);
+          }
+          errors.rethrow();
           return depth;
         }
       };
@@ -501,15 +529,23 @@ SegmentOutcome Segments::exact_pieces(xr::detail::Memory memory, std::uint64_t, 
   std::vector<double> times;
   for (int it = 0; it < options.warmup + options.repeat; ++it) {
     const auto t0 = std::chrono::steady_clock::now();
+    // A piece's state may throw (std::bad_alloc widening f16 and bf16): each iteration is
+    // guarded, and once a thread has failed the others skip the pieces left.
+    RegionErrors errors;
 #pragma omp parallel num_threads(threads)
     {
+      errors.enter(Region::OmpExactPieces);
       std::vector<float> wide;  // f16 and bf16: a piece widened to f32
 #pragma omp for schedule(dynamic, 64)
       for (std::int64_t p = 0; p < count; ++p) {
-        std::int64_t* w = words + static_cast<std::size_t>(p) * width;
-        piece_state(data, pieces[p], wide, w);
+        if (errors.failed()) continue;
+        errors.guard([&] {
+          std::int64_t* w = words + static_cast<std::size_t>(p) * width;
+          piece_state(data, pieces[p], wide, w);
+        });
       }
     }
+    errors.rethrow();
     if (it >= options.warmup) times.push_back(ms_since(t0));
   }
   SegmentOutcome o;
