@@ -12,6 +12,7 @@
 # ratio = concurrent wall time / sequential wall time: 1 means the processes shared the cores as
 # well as taking turns would, above 1 they lost time to each other. A concurrent batch is stopped
 # after XR_CONTENTION_LIMIT seconds (default 120) and its ratio shown as a lower bound (">").
+# XR_CONTENTION_ARGS adds options to every reduce_cli run (e.g. --threads 16: a fixed team).
 set -uo pipefail
 build=${1:-build}
 backends=${2:-omp,opencl}
@@ -30,10 +31,10 @@ over() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 # One process: generate, reduce `repeat` times, cross-check once.
 one() {  # backend n repeat
-  "$cli" -b "$1" --n "$2" --repeat "$3" --warmup 1 --json >/dev/null 2>&1
+  "$cli" -b "$1" --n "$2" --repeat "$3" --warmup 1 --json ${XR_CONTENTION_ARGS:-} >/dev/null 2>&1
 }
 
-echo "contention on $cores cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(date -u +%F)"
+echo "contention on $cores cores${XR_CONTENTION_ARGS:+, reduce_cli $XR_CONTENTION_ARGS} ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(date -u +%F)"
 printf '%-7s %-6s %5s %10s %10s %7s\n' backend size procs "seq s" "conc s" ratio
 for backend in ${backends//,/ }; do
   if ! "$cli" -b "$backend" --n 16 --repeat 1 --warmup 0 >/dev/null 2>&1; then
@@ -50,7 +51,7 @@ for backend in ${backends//,/ }; do
       t0=$(now)
       pids=()
       for ((i = 0; i < procs; i++)); do
-        timeout "$limit" bash -c "$(declare -f one); cli='$cli'; one $backend $n $repeat" &
+        timeout "$limit" env cli="$cli" bash -c "$(declare -f one); one $backend $n $repeat" &
         pids+=($!)
       done
       stopped=0

@@ -5,6 +5,8 @@
 // regions are testing.hpp's table; one that no case here enters fails the suite.
 #include <doctest/doctest.h>
 
+#include <omp.h>
+
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -12,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "../backends/omp/src/team.hpp"
 #include "testing.hpp"
 #include "xreduce/reference.hpp"
 #include "xreduce/xreduce.hpp"
@@ -24,7 +27,7 @@ namespace {
 
 // More threads than this machine may have cores, so that a region's threads are several.
 constexpr unsigned kThreads = 4;
-// Elements enough for kThreads threads in every segmented strategy (kMinSegmentElementsPerThread).
+// Elements enough for kThreads threads in every segmented strategy (kMinBytesPerThread of f32).
 constexpr std::uint64_t kElements = std::uint64_t{1} << 19;
 
 RunOptions with(std::string kernel, bool exact = false) {
@@ -262,3 +265,26 @@ TEST_CASE("unarmed, no region throws and no fault is counted") {
   for (std::size_t i = 0; i < hooks::kRegions.size(); ++i)
     CHECK(hooks::region_faults(hooks::kRegions[i].region) == before[i]);
 }
+
+TEST_CASE("a region's team: what the caller set, else the work and the cores other processes leave") {
+  using xr::omp::detail::free_cores_of;
+  using xr::omp::detail::team_size;
+  CHECK(free_cores_of("0.50 0.40 0.30 1/612 4242", 16, 1) == 16);  // alone
+  CHECK(free_cores_of("0.50 0.40 0.30 5/612 4242", 16, 3) == 14);  // 2 runnable threads elsewhere
+  CHECK(free_cores_of("3.10 2.00 1.00 3/612 4242", 2, 1) == 1);    // both cores wanted: one thread
+  CHECK(free_cores_of("0.00 0.00 0.00 0/1 1", 4, 0) == 4);
+  for (const char* bad : {"", "0.5 0.4", "0.5 0.4 0.3 x/3 1", "0.5 0.4 0.3 3 1", "0.5 0.4 0.3 /3 1"})
+    CHECK_MESSAGE(free_cores_of(bad, 4, 1) == -1, bad);
+  CHECK(xr::omp::detail::free_cores() >= 1);
+
+  RunOptions set;
+  set.threads = 3;
+  CHECK(team_size(set, 0) == 3);          // as given, whatever the work
+  CHECK(team_size(set, 1ull << 40) == 3);
+  const RunOptions automatic;
+  CHECK(team_size(automatic, 1000) == 1);  // below one thread's share: no team
+  const int big = team_size(automatic, 1ull << 40);
+  CHECK(big >= 1);
+  CHECK(big <= omp_get_max_threads());
+}
+

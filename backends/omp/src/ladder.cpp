@@ -313,10 +313,6 @@ ExactSum::Raw exact_state(HostArray in, int threads) {
   });
 }
 
-int thread_count(const RunOptions& options) {
-  return options.threads ? static_cast<int>(options.threads) : omp_get_max_threads();
-}
-
 const std::vector<Rung>& rungs() {
   static const std::vector<Rung> table = {
       {host_kernel("clause", "#pragma omp parallel for reduction(op:acc): one dependent chain per thread, no SIMD",

@@ -29,9 +29,6 @@ struct Rung {
 const std::vector<Rung>& rungs();
 const Rung& rung(const std::string& name);
 
-// Threads of a reduction: RunOptions::threads, or the runtime's default.
-int thread_count(const RunOptions& options);
-
 // Exact mode (f32/f64 sums): the unrounded exact state of `in` (exact.cpp).
 ExactSum::Raw exact_state(HostArray in, int threads);
 

@@ -28,7 +28,9 @@ constexpr unsigned kStagingBuffers = 2;
 constexpr std::uint64_t kChunkBytes = std::uint64_t{64} << 20;
 
 // Reasoned: a parallel region's few microseconds read 256 KiB at the 2-core EPYC's 27-45 GB/s ("OpenMP rows").
-constexpr std::uint64_t kMinSegmentElementsPerThread = std::uint64_t{1} << 16;
+constexpr std::uint64_t kMinBytesPerThread = std::uint64_t{256} << 10;
+// No figure of its own: /proc/loadavg and the process's threads read in 10-60 us, at most 1% of a 10 ms interval ("OpenMP under contention").
+constexpr std::int64_t kLoadSampleNanoseconds = 10'000'000;
 // 16-core Xeon, (2^25, 2) f32: the general per-segment loop read 20 GB/s, stream_read 124 ("OpenMP rows").
 constexpr std::uint64_t kShortRow = 8;
 // 2-core machine, one thread: (2^12, 128) f32 55 GB/s with the length fixed, 46 without; 256: 56, 54 ("OpenMP rows").

@@ -34,6 +34,7 @@
 #include "ladder.hpp"
 #include "policy.hpp"
 #include "regions.hpp"
+#include "team.hpp"
 #include "widen.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
@@ -200,11 +201,6 @@ bool fixed_rows(const T* x, const SegmentLayout& l, A* out, int threads, std::in
   return ((l.length == fixed_row_length(K) && (run_fixed_rows<O, T, A, fixed_row_length(K)>(x, l.count, out, threads), true)) || ...);
 }
 
-// Threads for `elements` of work: one per kMinSegmentElementsPerThread at least.
-int team(const RunOptions& options, std::uint64_t elements) {
-  const auto want = static_cast<std::uint64_t>(thread_count(options));
-  return static_cast<int>(std::clamp<std::uint64_t>(elements / kMinSegmentElementsPerThread, 1, want));
-}
 
 // Segments as positions in the concatenation of all their elements ("virtual" positions, so a
 // strided layout has no gaps) and as places in the input.
@@ -476,7 +472,7 @@ std::vector<KernelInfo> Segments::kernels() const {
 
 SegmentOutcome Segments::reduce(const SegmentJob& job) {
   const bool columns = job.layout.kind == SegmentKind::Columns, pairs = is_pair(job.op);
-  const int threads = team(job.options, job.layout.elements());
+  const int threads = team_size(job.options, job.layout.elements() * size_of(job.type));
   std::vector<double> times;
   std::uint64_t depth = 0;
   for (int it = 0; it < job.options.warmup + job.options.repeat; ++it) {
@@ -508,7 +504,7 @@ SegmentOutcome Segments::exact_pieces(xr::detail::Memory memory, std::uint64_t, 
                                           std::span<const ExactPiece> pieces, std::int64_t* words,
                                           const RunOptions& options) {
   const void* data = memory.address();
-  const int threads = team(options, pieces.size() * 64);
+  const int threads = team_size(options, pieces.size() * 64 * size_of(type));
   const auto count = static_cast<std::int64_t>(pieces.size());
   const auto width = static_cast<std::size_t>(xr::detail::exact_piece_words(compute_dtype(type)));
   // One piece's exact state into words; f16 and bf16 widened to f32 in `wide` first.

@@ -3,11 +3,13 @@
 // second thread while the other is reduced. Cells are combined in order as they come.
 #include "stream.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
 #include "exact.hpp"
 #include "policy.hpp"
+#include "team.hpp"
 #include "xreduce/semantics.hpp"
 
 namespace xr::omp::detail {
@@ -24,7 +26,7 @@ ChunkPolicy Chunks::policy(DType) const {
 void Chunks::begin(const ChunkPlan& plan) {
   plan_ = plan;
   rung_ = &rung(plan.options.kernel);
-  threads_ = thread_count(plan.options);
+  threads_ = team_size(plan.options, std::min(plan.chunk, plan.n) * size_of(plan.type));
   if (!plan.memory)
     for (auto& b : buffers_) b.resize(plan.chunk * size_of(plan.type));
 }
