@@ -191,19 +191,28 @@ using Clock = std::chrono::steady_clock;
 class Window {
  public:
   Window(ChunkSource& source, DType type) : source_(&source), type_(type) {}
+  // A buffer of `count` elements at once, for a source that is read (a buffer that grew job by
+  // job would leave each smaller one in the host allocator's heap).
+  void reserve_for(std::uint64_t count) {
+    if (source_ && !source_->memory()) reserve(count);
+  }
   Window(Memory device_data, DType type) : device_(device_data), type_(type) {}
   Memory get(std::uint64_t first, std::uint64_t count) {
     if (!source_) return device_.at(first * size_of(type_));
     if (const void* m = source_->memory()) return Memory::host(static_cast<const unsigned char*>(m) + first * size_of(type_));
-    if (buffer_.size() < count) buffer_ = HostBuffer(type_, count);
+    reserve(count);
     if (count) source_->read(first, count, buffer_.data());
     return Memory::host(buffer_.data());
   }
   // Rows [row, row + rows) of width `cols` from `col` of a strided host array, packed densely.
   Memory tile(std::uint64_t row, std::uint64_t rows, std::uint64_t col, std::uint64_t cols, std::uint64_t stride) {
-    if (buffer_.size() < rows * cols) buffer_ = HostBuffer(type_, rows * cols);
+    reserve(rows * cols);
     const std::size_t e = size_of(type_);
     auto* dst = static_cast<unsigned char*>(buffer_.data());
+    if (cols == stride && !source_->memory()) {  // whole rows: one read, which a file spreads over threads
+      source_->read(row * stride + col, rows * cols, dst);
+      return Memory::host(buffer_.data());
+    }
     for (std::uint64_t r = 0; r < rows; ++r) {
       const std::uint64_t first = (row + r) * stride + col;
       if (const void* m = source_->memory()) std::memcpy(dst + r * cols * e, static_cast<const unsigned char*>(m) + first * e, cols * e);
@@ -213,6 +222,12 @@ class Window {
   }
 
  private:
+  // Room for `count` elements; a smaller buffer goes first, so that the two never add up.
+  void reserve(std::uint64_t count) {
+    if (buffer_.size() >= count) return;
+    buffer_ = HostBuffer();
+    buffer_ = HostBuffer(type_, count);
+  }
   ChunkSource* source_ = nullptr;
   Memory device_;
   DType type_;
@@ -572,7 +587,19 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
     if (options.chunk_elements) budget = std::min(budget, options.chunk_elements);
     if (!source.memory()) budget = std::min(budget, chunk_elements(options, size_of(type), 2, std::uint64_t{256} << 20));
     c.budget = std::max<std::uint64_t>(budget, 1);
-    const double wall = run_call(c, exact, r, result.rounding_depth);
+    // No job reaches past the layout's elements or the budget.
+    const std::uint64_t largest = std::min(c.budget, layout.span());
+    c.window.reserve_for(largest);
+    device.host_job_bytes = largest * size_of(type);
+    const double wall = [&] {
+      try {
+        return run_call(c, exact, r, result.rounding_depth);
+      } catch (...) {
+        device.host_job_bytes = 0;
+        throw;
+      }
+    }();
+    device.host_job_bytes = 0;
     if (c.tally.jobs > 1 || !source.memory()) {
       r.total_ms = wall;
       r.path = (source.memory() ? "resident, " : "stream, ") + std::to_string(c.tally.jobs) + " jobs";
