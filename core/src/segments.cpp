@@ -206,13 +206,15 @@ class Window {
   }
   // Rows [row, row + rows) of width `cols` from `col` of a strided host array, packed densely.
   Memory tile(std::uint64_t row, std::uint64_t rows, std::uint64_t col, std::uint64_t cols, std::uint64_t stride) {
-    reserve(rows * cols);
     const std::size_t e = size_of(type_);
-    auto* dst = static_cast<unsigned char*>(buffer_.data());
-    if (cols == stride && !source_->memory()) {  // whole rows: one read, which a file spreads over threads
-      source_->read(row * stride + col, rows * cols, dst);
+    if (cols == stride) {  // whole rows: in place in host memory, else one read (a file spreads it over threads)
+      if (const void* m = source_->memory()) return Memory::host(static_cast<const unsigned char*>(m) + (row * stride + col) * e);
+      reserve(rows * cols);
+      source_->read(row * stride + col, rows * cols, buffer_.data());
       return Memory::host(buffer_.data());
     }
+    reserve(rows * cols);
+    auto* dst = static_cast<unsigned char*>(buffer_.data());
     for (std::uint64_t r = 0; r < rows; ++r) {
       const std::uint64_t first = (row + r) * stride + col;
       if (const void* m = source_->memory()) std::memcpy(dst + r * cols * e, static_cast<const unsigned char*>(m) + first * e, cols * e);
