@@ -426,8 +426,14 @@ class ExactSink {
 void run_exact(Call& c) {
   const SegmentLayout& l = c.layout;
   const int words = exact_piece_words(compute_dtype(c.type));
-  // Batches of at most 2^18 pieces (46 MiB of f32 states, 145 MiB of f64 states).
-  constexpr std::size_t kBatch = std::size_t{1} << 18;
+  // Batches of at most 2^18 pieces (46 MiB of f32 states, 145 MiB of f64 states), and of states
+  // no larger than the budget's bytes (at least 1024 pieces): a streamed source in small jobs of
+  // short segments keeps its states about as small as its jobs.
+  constexpr std::uint64_t kBatch = std::uint64_t{1} << 18;
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  const std::uint64_t state_bytes = static_cast<std::uint64_t>(words) * sizeof(std::int64_t);
+  const std::uint64_t budget_bytes = c.budget > kMax / size_of(c.type) ? kMax : c.budget * size_of(c.type);
+  const std::size_t batch = static_cast<std::size_t>(std::min(kBatch, std::max<std::uint64_t>(1024, budget_bytes / state_bytes)));
   Window& window = c.window;
   ExactSink sink(c);
   std::vector<ExactPiece> pieces;
@@ -445,7 +451,7 @@ void run_exact(Call& c) {
   };
   const auto piece = [&](std::uint64_t segment, std::uint64_t first, std::uint64_t count, std::uint64_t step) {
     const std::uint64_t end = first + (count - 1) * step + 1;
-    if (!pieces.empty() && (pieces.size() == kBatch || std::max(hi, end) - std::min(lo, first) > c.budget)) flush();
+    if (!pieces.empty() && (pieces.size() == batch || std::max(hi, end) - std::min(lo, first) > c.budget)) flush();
     if (pieces.empty()) lo = first, hi = end;
     lo = std::min(lo, first);
     hi = std::max(hi, end);
