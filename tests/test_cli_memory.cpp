@@ -74,4 +74,5 @@ TEST_CASE("segmented reductions of a file 32 times the chunk stay within a few c
                     " KiB");
     }
   }
+  for (const auto& path : {c_path, f_path, o_path}) fs::remove(path);  // 256 MiB of them
 }
