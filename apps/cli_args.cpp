@@ -54,7 +54,7 @@ void add_options(CLI::App& cli, Args& a) {
                "f32/f64 sums: the correctly rounded exact sum, compared bit for bit (ulps shown when not)");
   cli.add_option("--device-mem-limit", a.device_mem_limit,
                  "device memory the host path may hold for input chunks: 256M, 1G (forces many chunks)");
-  cli.add_option("--chunk", a.chunk, "elements per streamed chunk (default: 64 MiB of them)");
+  cli.add_option("--chunk", a.chunk, "elements per streamed chunk (default: 64 MiB of them; segmented jobs 256 MiB)");
   cli.add_option("--host-path", a.host_path,
                  "host data on CUDA/OpenCL: stream (pipelined chunks), resident (copy once, time the kernels), or "
                  "auto (resident for --kernel all, else stream)")

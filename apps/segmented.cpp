@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -97,8 +98,10 @@ bool segmented_requested(const std::string& shape, const std::string& segments, 
 }
 
 int run_segmented(const SegmentedArgs& a) {
-  // The data and the layout.
+  // The data and the layout: a file streams from disk (memory stays bounded by a few chunks, as
+  // whole-array reductions of files); generated data lie in memory.
   HostBuffer data;
+  std::unique_ptr<ChunkSource> file;
   MatrixShape shape;
   SegmentLayout layout;
   std::vector<std::int64_t> offsets;
@@ -124,7 +127,7 @@ int run_segmented(const SegmentedArgs& a) {
         throw InvalidArgument(a.input + ": --axis reduces a 2-D .npy; this input has " +
                               (fl.format == FileFormat::Npy ? std::to_string(fl.shape.size()) + " dimensions" : "no shape (raw)"));
       shape = {fl.shape[0], fl.shape[1], 0, fl.fortran_order ? Order::Fortran : Order::C};
-      data = load_file(a.input, a.type, a.format);
+      file = open_input(a.input, a.type, a.format);
       what = a.input;
     } else {
       const auto [rows, cols] = parse_shape(a.shape);
@@ -164,7 +167,7 @@ int run_segmented(const SegmentedArgs& a) {
       }
     }
     if (!a.input.empty()) {
-      data = load_file(a.input, a.type, a.format);
+      file = open_input(a.input, a.type, a.format);
       what = a.input;
     } else {
       if (!offsets.empty() && offsets.back() < 0) check_offsets(offsets, 0);
@@ -172,7 +175,7 @@ int run_segmented(const SegmentedArgs& a) {
                               offsets.empty() ? 0 : static_cast<std::uint64_t>(offsets.back()), a, "--segments");
       what = std::string(to_string(a.dist)) + ", seed " + std::to_string(a.seed);
     }
-    check_offsets(offsets, data.size());
+    check_offsets(offsets, file ? file->size() : data.size());
     layout.kind = SegmentKind::Offsets;
     layout.count = offsets.size() - 1;
     layout.offsets = offsets.data();
@@ -183,11 +186,18 @@ int run_segmented(const SegmentedArgs& a) {
            std::to_string(longest) + "; " + what + ")";
   }
 
-  const SegmentReference ref = reference_segments(data.view(), layout, a.op, a.options.accumulator);
+  ArraySource generated(data.view());
+  ChunkSource& source = file ? *file : generated;
+  const DType type = source.type();
   // NumPy has no bf16 (bf16 min and max are bf16): say so before anything runs.
-  if (a.save_result.ends_with(".npy") && result_dtype(a.op, data.type(), a.options.accumulator) == DType::BF16)
+  if (a.save_result.ends_with(".npy") && result_dtype(a.op, type, a.options.accumulator) == DType::BF16)
     throw InvalidArgument("--save-result " + a.save_result +
                           ": bf16 values have no .npy type; a name not ending in .npy writes them as raw bytes");
+  // The reference reads a file in chunks too: --chunk's (its limits checked first), else 64 MiB.
+  std::uint64_t reference_chunk = std::uint64_t{64} << 20;
+  if (a.options.chunk_elements)
+    reference_chunk = chunk_elements(a.options, size_of(type), 2) * size_of(type);
+  const SegmentReference ref = reference_segments(source, layout, a.op, a.options.accumulator, reference_chunk);
   std::vector<Run> runs;
   json out = json::array();
   int status = kAgree;
@@ -213,7 +223,7 @@ int run_segmented(const SegmentedArgs& a) {
     std::vector<KernelInfo> todo;
     for (const auto& k : reducer->segment_kernels())
       if ((a.options.kernel == "all" || k.name == a.options.kernel) && k.reduces(layout.kind) &&
-          k.supports(a.op, data.type()))
+          k.supports(a.op, type))
         todo.push_back(k);
     // An unknown name: its error lists the known ones; a strategy that does not take the op or the
     // layout runs, so that the library's error says why.
@@ -222,14 +232,13 @@ int run_segmented(const SegmentedArgs& a) {
       RunOptions o = a.options;
       o.kernel = k.name;
       Run run{name, reducer->device(), {}, {}, k.kind};
-      run.result = layout.kind == SegmentKind::Offsets ? reducer->reduce_segments(data.view(), offsets, a.op, o)
-                                                       : reducer->reduce_axis(HostMatrix{data.data(), data.type(), shape},
-                                                                              axis, a.op, o);
+      run.result = layout.kind == SegmentKind::Offsets ? reducer->reduce_segments(source, offsets, a.op, o)
+                                                       : reducer->reduce_axis(source, shape, axis, a.op, o);
       run.agreement = check_segments(run.result, ref, o.exact);
       if (!run.agreement.ok()) status = kDisagree;
       const Result& r = run.result.record;
       out.push_back({{"backend", r.backend}, {"device", r.device}, {"kernel", r.kernel}, {"op", to_string(a.op)},
-                     {"type", to_string(data.type())}, {"layout", to_string(layout.kind)}, {"count", run.result.count()},
+                     {"type", to_string(type)}, {"layout", to_string(layout.kind)}, {"count", run.result.count()},
                      {"n", r.n}, {"value_type", to_string(run.result.values.type())}, {"first_values", first_values(run.result)},
                      {"agree", run.agreement.agree}, {"detail", run.agreement.detail}, {"launches", r.launches},
                      {"kernel_ms", r.kernel_ms}, {"transfer_ms", r.transfer_ms}, {"total_ms", r.total_ms},

@@ -211,3 +211,42 @@ TEST_CASE("generated segments whose total length passes 2^63 - 1 are refused by 
   CHECK(big.code == 2);
   CHECK_MESSAGE(big.out.find("half of this machine's memory") != std::string::npos, big.out);
 }
+
+TEST_CASE("files stream in chunks: every op on rows, columns (C and Fortran) and offsets agrees") {
+  // 300 x 500 f64 files, in chunks of 1000 elements: a row is half a chunk, a column spans every
+  // chunk, and one segment is 40 chunks long. Each op's values equal those of one whole chunk.
+  std::vector<double> v(300 * 500);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7919) % 1013) - 500.25;
+  const auto c_path = (fs::path(XR_TEST_TMP) / "stream_c.npy").string();
+  const auto f_path = (fs::path(XR_TEST_TMP) / "stream_f.npy").string();
+  const auto o_path = (fs::path(XR_TEST_TMP) / "stream_offsets.npy").string();
+  xr::save_npy(c_path, xr::HostArray::of(std::span<const double>(v)), {300, 500}, false);
+  xr::save_npy(f_path, xr::HostArray::of(std::span<const double>(v)), {300, 500}, true);
+  const std::vector<std::int64_t> offsets{0, 0, 999, 1001, 1001, 41001, 41500, 150000};
+  xr::save_npy(o_path, xr::HostArray::of(std::span<const std::int64_t>(offsets)));
+  const std::vector<std::string> modes = {"--input " + c_path + " --axis 1", "--input " + c_path + " --axis 0",
+                                          "--input " + f_path + " --axis 1", "--input " + f_path + " --axis 0",
+                                          "--input " + c_path + " --offsets " + o_path};
+  for (const std::string op : {"sum", "prod", "min", "max", "argmin", "argmax", "minmax"})
+    for (const auto& mode : modes) {
+      const auto saved = [&](const char* how) { return (fs::path(XR_TEST_TMP) / ("stream_" + op + "_" + how + ".npy")).string(); };
+      const json chunked = run_json(mode + " --op " + op + " --chunk 1000 --save-result " + saved("chunked"));
+      CHECK_MESSAGE(chunked[0].at("agree") == chunked[0].at("count"), op, " ", mode, ": ", chunked.dump());
+      CHECK_MESSAGE(chunked[0].at("jobs").get<int>() > 1, op, " ", mode);
+      const json whole = run_json(mode + " --op " + op + " --save-result " + saved("whole"));
+      CHECK(whole[0].at("agree") == whole[0].at("count"));
+      if (op != "sum" && op != "prod") CHECK_MESSAGE(read_file(saved("chunked")) == read_file(saved("whole")), op, " ", mode);
+    }
+  // Exact sums of a file in chunks, and OpenCL on each layout (when usable here).
+  for (const auto& mode : modes) {
+    const json exact = run_json(mode + " --exact --chunk 1000");
+    CHECK_MESSAGE(exact[0].at("agree") == exact[0].at("count"), mode, ": ", exact.dump());
+    if (!xr::backend_status("opencl").usable) continue;
+    for (const std::string op : {"sum", "argmax"}) {
+      const Run r = cli("--backend opencl --json --repeat 1 --warmup 0 --chunk 1000 --op " + op + " " + mode);
+      REQUIRE_MESSAGE(r.code == 0, mode, ": ", r.out);
+      const json j = json::parse(r.out);
+      CHECK_MESSAGE(j[0].at("agree") == j[0].at("count"), op, " ", mode, ": ", j.dump());
+    }
+  }
+}

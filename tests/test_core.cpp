@@ -422,3 +422,87 @@ TEST_CASE("f16 and bf16: the native accumulator is refused with one clear error"
   native.accumulator = Accumulator::Native;
   CHECK_THROWS_WITH_AS(r->reduce(x.view(), Op::Sum, native), doctest::Contains("accumulate in f32"), InvalidArgument);
 }
+
+namespace {
+
+// Host memory read like a file: memory() is null, so every reader takes the streamed path.
+class StreamedArray final : public ChunkSource {
+ public:
+  explicit StreamedArray(HostArray a) : a_(a) {}
+  DType type() const override { return a_.type; }
+  std::uint64_t size() const override { return a_.n; }
+  std::string name() const override { return "streamed array"; }
+  void read(std::uint64_t first, std::uint64_t count, void* dst) override {
+    REQUIRE(first + count <= a_.n);
+    std::memcpy(dst, static_cast<const unsigned char*>(a_.data) + first * size_of(a_.type), count * size_of(a_.type));
+  }
+
+ private:
+  HostArray a_;
+};
+
+void check_same_reference(const SegmentReference& want, const SegmentReference& got, const std::string& what) {
+  INFO(what);
+  REQUIRE(got.values.type() == want.values.type());
+  REQUIRE(got.values.size() == want.values.size());
+  CHECK(std::memcmp(got.values.data(), want.values.data(), want.values.bytes()) == 0);
+  CHECK(got.indices == want.indices);
+  REQUIRE(got.maxima.size() == want.maxima.size());
+  if (want.maxima.size()) CHECK(std::memcmp(got.maxima.data(), want.maxima.data(), want.maxima.bytes()) == 0);
+  // Sums of |x| in the same order (no part reaches 2^20 here), |product| NaN where the product is.
+  REQUIRE(got.magnitude.size() == want.magnitude.size());
+  CHECK(std::memcmp(got.magnitude.data(), want.magnitude.data(), want.magnitude.size() * sizeof(double)) == 0);
+  CHECK(got.order_dependent == want.order_dependent);
+  CHECK(got.length == want.length);
+}
+
+}  // namespace
+
+TEST_CASE("reference_segments of a streamed source equals the in-memory reference, in any chunk") {
+  // Rows with gaps (stride 60), columns of a strided C array, and CSR segments with empty ones and
+  // one longer than every chunk below; chunks of 3 elements to whole inputs, so that segments split,
+  // columns go one per band or all in one, and tiles span whole rows or a band's part of them.
+  // A C array 700 x 3 makes tiles of whole rows, several to a column; a Fortran one, strided columns.
+  const MatrixShape shapes[] = {{37, 53, 60, Order::C}, {700, 3, 0, Order::C}, {53, 37, 60, Order::Fortran}};
+  const std::vector<std::int64_t> offsets{2, 2, 9, 9, 10, 700, 703, 1500, 1500, 2210};
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::U8, DType::I64}) {
+    for (Dist dist : {Dist::Uniform, Dist::Special}) {
+      const HostBuffer data = generate(t, 2220, dist, 11);
+      StreamedArray source(data.view());
+      for (Op op : all_ops) {
+        for (int mode = 0; mode < 7; ++mode) {
+          SegmentLayout layout;
+          if (mode < 6) {
+            layout = axis_layout(shapes[mode / 2], mode % 2);
+          } else {
+            layout.kind = SegmentKind::Offsets;
+            layout.count = offsets.size() - 1;
+            layout.offsets = offsets.data();
+          }
+          const SegmentReference want = reference_segments(data.view(), layout, op);
+          for (std::uint64_t chunk_bytes : {std::uint64_t{3} * size_of(t), std::uint64_t{4096}, std::uint64_t{1} << 20}) {
+            const SegmentReference got = reference_segments(source, layout, op, Accumulator::Wide, chunk_bytes);
+            check_same_reference(want, got, std::string(to_string(t)) + " " + std::string(to_string(dist)) + " " +
+                                                std::string(to_string(op)) + " " + std::string(to_string(layout.kind)) +
+                                                ", chunks of " + std::to_string(chunk_bytes) + " bytes");
+          }
+        }
+      }
+    }
+  }
+  // The native accumulator, and a layout past the input's end.
+  const HostBuffer ints = generate(DType::I32, 1000, Dist::Uniform, 3);
+  StreamedArray source(ints.view());
+  const SegmentLayout rows = axis_layout({10, 100}, 1);
+  check_same_reference(reference_segments(ints.view(), rows, Op::Sum, Accumulator::Native),
+                       reference_segments(source, rows, Op::Sum, Accumulator::Native, 64), "i32 native sums");
+  CHECK_THROWS_AS(reference_segments(source, axis_layout({11, 100}, 0), Op::Max), InvalidArgument);
+  // Rows of no columns, whatever their stride, read nothing.
+  const HostArray nothing{nullptr, 0, DType::F32};
+  StreamedArray empty(nothing);
+  for (Op op : {Op::Sum, Op::ArgMax}) {
+    const SegmentLayout empty_rows = axis_layout({5, 0, 3}, 1);
+    check_same_reference(reference_segments(nothing, empty_rows, op),
+                         reference_segments(empty, empty_rows, op, Accumulator::Wide, 8), "rows of no columns");
+  }
+}

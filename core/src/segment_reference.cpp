@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "pipeline.hpp"
@@ -13,6 +14,11 @@
 #include "xreduce/reference.hpp"
 #include "xreduce/segments.hpp"
 #include "xreduce/semantics.hpp"
+#include "xreduce/source.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace xr {
 
@@ -159,6 +165,292 @@ SegmentReference reference_segments(HostArray data, const SegmentLayout& layout,
       }
     }
     errors.rethrow();
+  });
+  return ref;
+}
+
+namespace {
+
+// One segment's reference over its elements in order, fed in one or more parts: the computation of
+// the in-memory reference_segments above, element by element, so that the values are the same.
+template <class T> class SegmentState {
+  using C = compute_t<T>;     // f16 and bf16: f32
+  using W = wide_sum_t<T>;    // sums of narrow integers in 64 bits
+
+ public:
+  SegmentState(Op op, DType type, Accumulator acc)
+      : op_(op), acc_(acc), float_sum_(op == Op::Sum && is_float(type)),
+        float_prod_(op == Op::Prod && is_float(type)), wide_(result_dtype(op, type, acc) != type) {
+    reset();
+  }
+
+  void reset() {
+    len_ = 0;
+    sum_.clear();
+    magnitude_ = 0;
+    product_ = 1;
+    range_ = {};
+    if (is_pair(op_)) {
+      visit_pair(op_, [&](auto fn) { record<decltype(fn)>() = decltype(fn)::template identity<T>(); });
+    } else if (!float_sum_ && !float_prod_) {
+      value_ = identity<T>(op_);
+      wide_value_ = identity<W>(op_);
+    }
+  }
+
+  // Elements x[0], x[step], ..., x[(n - 1) * step], next in the segment.
+  void add(const T* x, std::uint64_t n, std::uint64_t step) {
+    if (n == 0) return;
+    const std::uint64_t first = len_;
+    len_ += n;
+    if (is_pair(op_)) {
+      visit_pair(op_, [&](auto fn) {
+        using F = decltype(fn);
+        auto& r = record<F>();
+        for (std::uint64_t k = 0; k < n; ++k) {
+          const T v = x[k * step];
+          if constexpr (F::op == Op::MinMax) r = F::apply(r, {v, v});
+          else r = F::apply(r, {v, static_cast<std::int64_t>(first + k)});
+        }
+      });
+      return;
+    }
+    if constexpr (is_float_v<T>) {
+      if (float_sum_) {
+        for (std::uint64_t k = 0; k < n && first + k < 2; ++k) head_[first + k] = x[k * step];
+        add_sum(x, n, step);
+        return;
+      }
+      if (float_prod_) {
+        for (std::uint64_t k = 0; k < n; ++k) {
+          const C v = static_cast<C>(x[k * step]);
+          product_ *= v;
+          range_.add(v);
+        }
+        return;
+      }
+    }
+    if (wide_) {
+      for (std::uint64_t k = 0; k < n; ++k) wide_value_ = combine<W>(op_, wide_value_, static_cast<W>(x[k * step]));
+    } else {
+      for (std::uint64_t k = 0; k < n; ++k) value_ = combine<T>(op_, value_, x[k * step]);
+    }
+  }
+
+  // Segment i of `ref`: its value, index or max, magnitude and length.
+  void store(SegmentReference& ref, std::uint64_t i, Accumulator acc) const {
+    ref.length[i] = len_;
+    if (is_pair(op_)) {
+      visit_pair(op_, [&](auto fn) {
+        const auto& r = record<decltype(fn)>();
+        if constexpr (decltype(fn)::op == Op::MinMax) {
+          ref.values.as<T>()[i] = r.min;
+          ref.maxima.as<T>()[i] = r.max;
+        } else {
+          ref.values.as<T>()[i] = r.value;
+          ref.indices[i] = r.index == kNoIndex ? -1 : r.index;
+        }
+      });
+      return;
+    }
+    Scalar v = empty_segment_value(op_, dtype_of<T>, acc);
+    if constexpr (is_float_v<T>) {
+      if (float_sum_ && len_ && len_ <= 2) {  // as the in-memory form: one addition, rounded once
+        v = Scalar::of<C>(len_ == 1 ? static_cast<C>(head_[0]) : static_cast<C>(head_[0]) + static_cast<C>(head_[1]));
+        ref.magnitude[i] = std::fabs(static_cast<double>(head_[0])) + (len_ == 2 ? std::fabs(static_cast<double>(head_[1])) : 0);
+      } else if (float_sum_ && len_) {
+        v = detail::round_exact(sum_.raw(), dtype_of<T>);
+        ref.magnitude[i] = magnitude_;
+      } else if (float_prod_ && len_) {
+        v = Scalar::of<C>(static_cast<C>(product_));
+        ref.magnitude[i] = std::fabs(static_cast<double>(product_));
+        ref.order_dependent[i] = range_.order_dependent();
+      }
+    }
+    if (len_ && !float_sum_ && !float_prod_) v = wide_ ? Scalar::of<W>(wide_value_) : Scalar::of<T>(value_);
+    visit_dtype(ref.values.type(), [&](auto r) {
+      using R = decltype(r);
+      ref.values.as<R>()[i] = v.as<R>();
+    });
+  }
+
+ private:
+  template <class F> pair_record_t<F::op, T>& record() { return std::get<pair_record_t<F::op, T>>(records_); }
+  template <class F> const pair_record_t<F::op, T>& record() const {
+    return std::get<pair_record_t<F::op, T>>(records_);
+  }
+
+  // A float sum's exact sum and sum |x|; a long contiguous part with every thread, each into an
+  // exact sum of its own, merged (exactly; only the magnitude's rounding, a bound, may differ).
+  void add_sum(const T* x, std::uint64_t n, std::uint64_t step) {
+    const auto add_part = [](ExactSum& sum, double& magnitude, const T* y, std::uint64_t m, std::uint64_t s) {
+      if constexpr (!is_half_v<T>) {
+        if (s == 1) {
+          sum.add(y, m);
+          for (std::uint64_t k = 0; k < m; ++k) magnitude += std::fabs(static_cast<double>(y[k]));
+          return;
+        }
+      }
+      for (std::uint64_t k = 0; k < m; ++k) {
+        sum.add(static_cast<C>(y[k * s]));
+        magnitude += std::fabs(static_cast<double>(y[k * s]));
+      }
+    };
+#ifdef _OPENMP
+    if (step == 1 && n >= (std::uint64_t{1} << 20) && !omp_in_parallel()) {
+      std::vector<ExactSum> parts(static_cast<std::size_t>(omp_get_max_threads()));
+      std::vector<double> magnitudes(parts.size());
+#pragma omp parallel
+      {
+        const auto t = static_cast<std::uint64_t>(omp_get_thread_num()), nt = static_cast<std::uint64_t>(omp_get_num_threads());
+        const std::uint64_t lo = n * t / nt, hi = n * (t + 1) / nt;
+        add_part(parts[t], magnitudes[t], x + lo, hi - lo, 1);
+      }
+      for (std::size_t t = 0; t < parts.size(); ++t) {
+        sum_.merge(parts[t]);
+        magnitude_ += magnitudes[t];
+      }
+      return;
+    }
+#endif
+    add_part(sum_, magnitude_, x, n, step);
+  }
+
+  Op op_;
+  Accumulator acc_;
+  bool float_sum_, float_prod_, wide_;
+  std::uint64_t len_ = 0;
+  T head_[2]{};                                // float sums: the first two terms
+  ExactSum sum_;                               // float sums
+  double magnitude_ = 0;                       // float sums: sum |x|
+  long double product_ = 1;                    // float products
+  detail::ProductRange<C> range_;              // float products
+  T value_{};                                  // the other folds, of the input type
+  W wide_value_{};                             // sums of narrow integers (Accumulator::Wide)
+  std::tuple<Located<T>, Bounds<T>> records_;  // the pair ops
+};
+
+// Segments at least this long, in a run read whole, are added with every thread (SegmentState::add_sum)
+// after the shorter ones, each of which takes one thread.
+constexpr std::uint64_t kLongSegment = std::uint64_t{1} << 20;
+
+template <class T>
+void stream_runs(ChunkSource& source, const SegmentLayout& l, Op op, Accumulator acc, std::uint64_t chunk,
+                 SegmentReference& ref) {
+  // One buffer of a chunk, or of the elements the layout reaches where they are fewer.
+  std::vector<T> buffer(std::min(chunk, l.span()));
+  std::vector<std::uint64_t> long_ones;
+  std::uint64_t i = 0;
+  while (i < l.count) {
+    const detail::Range first = detail::segment_range(l, i);
+    if (first.end - first.begin > chunk) {  // one segment longer than a chunk, in parts, in order
+      SegmentState<T> s(op, dtype_of<T>, acc);
+      for (std::uint64_t b = first.begin; b < first.end; b += chunk) {
+        const std::uint64_t len = std::min(chunk, first.end - b);
+        source.read(b, len, buffer.data());
+        s.add(buffer.data(), len, 1);
+      }
+      s.store(ref, i++, acc);
+      continue;
+    }
+    std::uint64_t j = i + 1;  // segments [i, j) lie within a chunk from first.begin
+    while (j < l.count && detail::segment_range(l, j).end - first.begin <= chunk) ++j;
+    // Empty rows may start past the last element (rows of no columns, whatever their stride).
+    const std::uint64_t end = std::min(std::max(first.end, detail::segment_range(l, j - 1).end), l.span());
+    if (end > first.begin) source.read(first.begin, end - first.begin, buffer.data());
+    const T* x = buffer.data();
+    long_ones.clear();
+#pragma omp parallel for schedule(dynamic, 256)
+    for (std::int64_t signed_k = static_cast<std::int64_t>(i); signed_k < static_cast<std::int64_t>(j); ++signed_k) {
+      const auto k = static_cast<std::uint64_t>(signed_k);
+      const detail::Range r = detail::segment_range(l, k);
+      if (r.end - r.begin >= kLongSegment) {
+#pragma omp critical
+        long_ones.push_back(k);
+        continue;
+      }
+      SegmentState<T> s(op, dtype_of<T>, acc);
+      s.add(x + (r.begin - first.begin), r.end - r.begin, 1);
+      s.store(ref, k, acc);
+    }
+    for (const std::uint64_t k : long_ones) {
+      const detail::Range r = detail::segment_range(l, k);
+      SegmentState<T> s(op, dtype_of<T>, acc);
+      s.add(x + (r.begin - first.begin), r.end - r.begin, 1);
+      s.store(ref, k, acc);
+    }
+    i = j;
+  }
+}
+
+// Columns: bands of as many columns as `chunk_bytes` of states hold (all of them, mostly), each read
+// in tiles of whole rows of the band; every column's state stays open until its last row.
+template <class T>
+void stream_columns(ChunkSource& source, const SegmentLayout& l, Op op, Accumulator acc, std::uint64_t chunk,
+                    std::uint64_t chunk_bytes, SegmentReference& ref) {
+  const std::uint64_t width =
+      std::min<std::uint64_t>(l.count, std::max<std::uint64_t>(1, chunk_bytes / sizeof(SegmentState<T>)));
+  // One band of every column with rows no longer than a chunk: tiles of whole rows, read at once
+  // (gaps of a stride included); else each row's part of the band.
+  const bool spans = width == l.count && l.stride <= chunk;
+  const std::uint64_t height = std::max<std::uint64_t>(1, chunk / (spans ? l.stride : width));
+  std::vector<T> buffer(std::min(height, l.length) * (spans ? l.stride : width));
+  std::vector<SegmentState<T>> states(width, SegmentState<T>(op, dtype_of<T>, acc));
+  for (std::uint64_t col = 0; col < l.count; col += width) {
+    const std::uint64_t w = std::min(width, l.count - col);
+    const std::uint64_t step = spans ? l.stride : w;  // a band's rows lie packed, `w` apart
+    for (std::uint64_t k = 0; k < w; ++k) states[k].reset();
+    for (std::uint64_t row = 0; row < l.length; row += height) {
+      const std::uint64_t h = std::min(height, l.length - row);
+      if (spans) {
+        source.read(row * l.stride, (h - 1) * l.stride + w, buffer.data());
+      } else {
+        for (std::uint64_t r = 0; r < h; ++r) source.read((row + r) * l.stride + col, w, buffer.data() + r * w);
+      }
+      const T* x = buffer.data();
+#pragma omp parallel for schedule(static)
+      for (std::int64_t k = 0; k < static_cast<std::int64_t>(w); ++k)
+        states[static_cast<std::size_t>(k)].add(x + k, h, step);
+    }
+#pragma omp parallel for schedule(static)
+    for (std::int64_t k = 0; k < static_cast<std::int64_t>(w); ++k)
+      states[static_cast<std::size_t>(k)].store(ref, col + static_cast<std::uint64_t>(k), acc);
+  }
+}
+
+}  // namespace
+
+SegmentReference reference_segments(ChunkSource& source, const SegmentLayout& layout, Op op, Accumulator acc,
+                                    std::uint64_t chunk_bytes) {
+  if (const void* memory = source.memory())
+    return reference_segments(HostArray{memory, source.size(), source.type()}, layout, op, acc);
+  if (layout.span() > source.size())
+    throw InvalidArgument("reference_segments: the layout reaches element " + std::to_string(layout.span()) +
+                          " of an input of " + std::to_string(source.size()));
+  const DType type = source.type();
+  SegmentReference ref;
+  ref.op = op;
+  ref.type = type;
+  ref.values = HostBuffer(result_dtype(op, type, acc), layout.count);
+  ref.length.resize(layout.count);
+  if (op == Op::MinMax) ref.maxima = HostBuffer(type, layout.count);
+  else if (is_pair(op)) ref.indices.resize(layout.count);
+  if (is_float(type) && (op == Op::Sum || op == Op::Prod)) ref.magnitude.resize(layout.count);
+  if (is_float(type) && op == Op::Prod) ref.order_dependent.resize(layout.count);
+  if (!layout.count) return ref;
+  visit_dtype(type, [&](auto zero) {
+    using T = decltype(zero);
+    const std::uint64_t chunk = std::max<std::uint64_t>(1, chunk_bytes / sizeof(T));
+    if (layout.kind == SegmentKind::Columns) {
+      if (layout.length == 0) {
+        SegmentState<T> empty(op, type, acc);
+        for (std::uint64_t i = 0; i < layout.count; ++i) empty.store(ref, i, acc);
+      } else {
+        stream_columns<T>(source, layout, op, acc, chunk, chunk_bytes, ref);
+      }
+    } else {
+      stream_runs<T>(source, layout, op, acc, chunk, ref);
+    }
   });
   return ref;
 }

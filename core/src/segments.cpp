@@ -191,18 +191,29 @@ using Clock = std::chrono::steady_clock;
 class Window {
  public:
   Window(ChunkSource& source, DType type) : source_(&source), type_(type) {}
+  // A buffer of `count` elements at once, for a source that is read (a buffer that grew job by
+  // job would leave each smaller one in the host allocator's heap).
+  void reserve_for(std::uint64_t count) {
+    if (source_ && !source_->memory()) reserve(count);
+  }
   Window(Memory device_data, DType type) : device_(device_data), type_(type) {}
   Memory get(std::uint64_t first, std::uint64_t count) {
     if (!source_) return device_.at(first * size_of(type_));
     if (const void* m = source_->memory()) return Memory::host(static_cast<const unsigned char*>(m) + first * size_of(type_));
-    if (buffer_.size() < count) buffer_ = HostBuffer(type_, count);
+    reserve(count);
     if (count) source_->read(first, count, buffer_.data());
     return Memory::host(buffer_.data());
   }
   // Rows [row, row + rows) of width `cols` from `col` of a strided host array, packed densely.
   Memory tile(std::uint64_t row, std::uint64_t rows, std::uint64_t col, std::uint64_t cols, std::uint64_t stride) {
-    if (buffer_.size() < rows * cols) buffer_ = HostBuffer(type_, rows * cols);
     const std::size_t e = size_of(type_);
+    if (cols == stride) {  // whole rows: in place in host memory, else one read (a file spreads it over threads)
+      if (const void* m = source_->memory()) return Memory::host(static_cast<const unsigned char*>(m) + (row * stride + col) * e);
+      reserve(rows * cols);
+      source_->read(row * stride + col, rows * cols, buffer_.data());
+      return Memory::host(buffer_.data());
+    }
+    reserve(rows * cols);
     auto* dst = static_cast<unsigned char*>(buffer_.data());
     for (std::uint64_t r = 0; r < rows; ++r) {
       const std::uint64_t first = (row + r) * stride + col;
@@ -213,6 +224,12 @@ class Window {
   }
 
  private:
+  // Room for `count` elements; a smaller buffer goes first, so that the two never add up.
+  void reserve(std::uint64_t count) {
+    if (buffer_.size() >= count) return;
+    buffer_ = HostBuffer();
+    buffer_ = HostBuffer(type_, count);
+  }
   ChunkSource* source_ = nullptr;
   Memory device_;
   DType type_;
@@ -409,8 +426,14 @@ class ExactSink {
 void run_exact(Call& c) {
   const SegmentLayout& l = c.layout;
   const int words = exact_piece_words(compute_dtype(c.type));
-  // Batches of at most 2^18 pieces (46 MiB of f32 states, 145 MiB of f64 states).
-  constexpr std::size_t kBatch = std::size_t{1} << 18;
+  // Batches of at most 2^18 pieces (46 MiB of f32 states, 145 MiB of f64 states), and of states
+  // no larger than the budget's bytes (at least 1024 pieces): a streamed source in small jobs of
+  // short segments keeps its states about as small as its jobs.
+  constexpr std::uint64_t kBatch = std::uint64_t{1} << 18;
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  const std::uint64_t state_bytes = static_cast<std::uint64_t>(words) * sizeof(std::int64_t);
+  const std::uint64_t budget_bytes = c.budget > kMax / size_of(c.type) ? kMax : c.budget * size_of(c.type);
+  const std::size_t batch = static_cast<std::size_t>(std::min(kBatch, std::max<std::uint64_t>(1024, budget_bytes / state_bytes)));
   Window& window = c.window;
   ExactSink sink(c);
   std::vector<ExactPiece> pieces;
@@ -428,7 +451,7 @@ void run_exact(Call& c) {
   };
   const auto piece = [&](std::uint64_t segment, std::uint64_t first, std::uint64_t count, std::uint64_t step) {
     const std::uint64_t end = first + (count - 1) * step + 1;
-    if (!pieces.empty() && (pieces.size() == kBatch || std::max(hi, end) - std::min(lo, first) > c.budget)) flush();
+    if (!pieces.empty() && (pieces.size() == batch || std::max(hi, end) - std::min(lo, first) > c.budget)) flush();
     if (pieces.empty()) lo = first, hi = end;
     lo = std::min(lo, first);
     hi = std::max(hi, end);
@@ -572,7 +595,19 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
     if (options.chunk_elements) budget = std::min(budget, options.chunk_elements);
     if (!source.memory()) budget = std::min(budget, chunk_elements(options, size_of(type), 2, std::uint64_t{256} << 20));
     c.budget = std::max<std::uint64_t>(budget, 1);
-    const double wall = run_call(c, exact, r, result.rounding_depth);
+    // No job reaches past the layout's elements or the budget.
+    const std::uint64_t largest = std::min(c.budget, layout.span());
+    c.window.reserve_for(largest);
+    device.host_job_bytes = largest * size_of(type);
+    const double wall = [&] {
+      try {
+        return run_call(c, exact, r, result.rounding_depth);
+      } catch (...) {
+        device.host_job_bytes = 0;
+        throw;
+      }
+    }();
+    device.host_job_bytes = 0;
     if (c.tally.jobs > 1 || !source.memory()) {
       r.total_ms = wall;
       r.path = (source.memory() ? "resident, " : "stream, ") + std::to_string(c.tally.jobs) + " jobs";

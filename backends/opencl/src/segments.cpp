@@ -133,7 +133,11 @@ double Segments::command_ms(cl_event e, Clock::time_point t0) const {
 }
 
 double Segments::upload(SegmentBuffers::Role role, const void* host, std::size_t bytes) {
-  cl_mem mem = buffers_.get(context_, role, bytes);
+  // Host jobs' data: a buffer of the call's largest job at once (host_job_bytes).
+  std::size_t size = bytes;
+  if (role == SegmentBuffers::Data && host_job_bytes)
+    size = std::max<std::size_t>(bytes, std::min<std::uint64_t>(host_job_bytes, caps_->max_alloc));
+  cl_mem mem = buffers_.get(context_, role, size);
   if (!bytes) return 0;
   Event written;
   const auto t0 = Clock::now();

@@ -81,6 +81,14 @@ struct SegmentReference {
 };
 XR_API SegmentReference reference_segments(HostArray data, const SegmentLayout& layout, Op op,
                                            Accumulator acc = Accumulator::Wide);
+// The same values for a streamed source, read in chunks of about `chunk_bytes`: runs of whole rows
+// or segments a chunk at a time, a longer segment in parts, columns in tiles of bands of rows (each
+// column's state, an exact sum for float sums, open until its last row is in). Memory stays
+// bounded by two chunks and the values, whatever the source's size. A source in host memory
+// (ChunkSource::memory) is reduced in place, as the form above does.
+XR_API SegmentReference reference_segments(ChunkSource& source, const SegmentLayout& layout, Op op,
+                                           Accumulator acc = Accumulator::Wide,
+                                           std::uint64_t chunk_bytes = std::uint64_t{64} << 20);
 
 struct SegmentAgreement {
   std::uint64_t count = 0, agree = 0;
