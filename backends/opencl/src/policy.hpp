@@ -80,6 +80,9 @@ constexpr unsigned kSegUnroll = 4;
 constexpr std::uint64_t kSegWaves = 2;
 // Reasoned: a group's tree and partial paid for by 16 loads a work-item ("Constants reasoned from the H100's limits").
 constexpr std::uint64_t kPartMinLoadsPerItem = 16;
+// H100, f32 rows of 2 to 1024 under 1 MiB: auto's call as fast with the team at run time (1 us steps);
+// 2 MiB up to 14% slower, 8 MiB of rows of 2 1.6x ("Team shapes at run time on NVIDIA's OpenCL").
+constexpr std::uint64_t kSegShapedMinBytes = std::uint64_t{1} << 20;
 // H100, f32: lanes read rows of 1024 (256 units) at 2938 GB/s ("Segments on NVIDIA's OpenCL").
 constexpr std::uint64_t kAutoLanesMaxUnits = kLanesMaxTeam * 8;
 // H100, 2^20 lognormal f32: lanes 1644-1657 GB/s, binned 884-885 ("Segments on NVIDIA's OpenCL").

@@ -107,13 +107,16 @@ std::uint64_t team_depth(std::uint64_t units, unsigned team, unsigned pack) {
 
 namespace {
 
-// The program of a team launch. A CPU device runs the team strategies only when they are asked for
-// by name (its auto takes serial), so there one program per (mode, pack) serves every team
-// shape: the team at run time, one item per round, no fitted rows. Each lane still reads units
-// t, t + G, ... into one accumulator, so the values keep their bits; PoCL builds fewer programs.
+// The program of a team launch. Its shape (team size, items a round, loads in flight, fitted
+// rows) is compiled in where it pays: on a GPU, for inputs of at least kSegShapedMinBytes. A CPU
+// device runs the team strategies only when they are asked for by name (its auto takes serial),
+// and a smaller input's launch is bound by its start, not by memory; there one program per
+// (mode, pack) serves every team shape: the team at run time, one item per round, no fitted rows.
+// Each lane still reads units t, t + G, ... into one accumulator, so the values keep their bits,
+// and a new shape costs no build (about 0.8 s on NVIDIA's OpenCL).
 Build team_build(const Setting& s, const TeamLaunch& t) {
   Build b = t.build;
-  if (s.caps.is_cpu()) {
+  if (s.caps.is_cpu() || s.call.n * size_of(s.call.type) < policy::kSegShapedMinBytes) {
     b.team = 0;
     b.segs = 1;
     b.unroll = policy::kSegUnroll;
