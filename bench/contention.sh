@@ -13,6 +13,8 @@
 # well as taking turns would, above 1 they lost time to each other. A concurrent batch is stopped
 # after XR_CONTENTION_LIMIT seconds (default 120) and its ratio shown as a lower bound (">").
 # XR_CONTENTION_ARGS adds options to every reduce_cli run (e.g. --threads 16: a fixed team).
+# XR_CONTENTION_SCALE multiplies the repeats (default 1): on a faster host, so that each process
+# still reduces for a tenth of a second or more and starting processes is not what is measured.
 set -uo pipefail
 build=${1:-build}
 backends=${2:-omp,opencl}
@@ -43,6 +45,7 @@ for backend in ${backends//,/ }; do
   fi
   for s in "${sizes[@]}"; do
     read -r name n repeat <<<"$s"
+    repeat=$((repeat * ${XR_CONTENTION_SCALE:-1}))
     for m in ${multiples//,/ }; do
       procs=$((m * cores))
       t0=$(now)
