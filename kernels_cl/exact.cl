@@ -15,6 +15,8 @@
 //   XR_RUNS     1 (CPU devices; not with XR_F32_INT or XR_DENORM_SAFE): one contiguous run per
 //               work-item in chunks of 16384 elements, one window per chunk, vector lanes (the
 //               OpenMP front end's scheme, described at the main loop)
+//   XR_RUN_BINS 1 (with XR_RUNS, work-groups of one work-item): the misses into private bins
+//               (bin_add) instead of digit by digit
 //
 // xr_exact: every work-group owns one column of `part`, a [69][G] array of longs (row r < 68:
 // limb r of the xr::ExactSum layout, weight 2^(32r - 1074); row 68: flag bits), and adds its
@@ -35,8 +37,9 @@
 // Before a sum could stop being exact (2048 terms, or the window moves) the work-item
 // converts it to an integer on the window's grid and adds it, as three 32-bit digits, to the
 // work-group's carry-save superaccumulator in local memory (atomics). Everything else goes
-// digit by digit (ExactSum's split): elements below the window (f32 subnormals and zeros
-// among them), tiles with inf or NaN (they set the flags), f64 tiles within 2^12 of overflow.
+// digit by digit (ExactSum's split; with XR_RUN_BINS, into private bins first): elements below
+// the window (f32 subnormals and zeros among them), tiles with inf or NaN (they set the flags),
+// f64 tiles within 2^12 of overflow.
 // The main loop has no barrier: windows are per work-item.
 //
 // Bounds: a work-item adds at most one digit per element and at most two per flush into any
@@ -66,6 +69,9 @@
 #endif
 #ifndef XR_RUNS
 #define XR_RUNS 0
+#endif
+#ifndef XR_RUN_BINS
+#define XR_RUN_BINS 0
 #endif
 #if XR_RUNS && (XR_F32_INT || XR_DENORM_SAFE)
 #error "XR_RUNS sums windows in doubles with subnormals"
@@ -359,6 +365,66 @@ inline long scaled_int(double s, int pos) {
 }
 #endif
 
+#if XR_RUNS && XR_RUN_BINS
+// The misses of a run (elements below their chunk's window), summed exactly in private double
+// bins by biased exponent, XR_BIN_BINADES binades a bin, at most 2^18 terms a bin between two
+// flushes (every XR_BIN_CHUNKS chunks, and at the run's end), instead of three local atomics
+// each (the OpenMP front end's MissBins, backends/omp/src/exact.cpp, which gives the proof:
+// f32 2^18 floats of 8 binades need 50 bits; f64 Rump's extraction with sigma = 1.5 * 2^(E +
+// 20), E the bin's top, 2 * 18 + 16 <= 53). A bin's high sum is an integer on the grid
+// 2^(top + 19 - 1074), its low sum (f64) and an f32 bin's sum on the grid of its lowest
+// exponent's ulp. Data over 1e-300..1e300 is nearly all misses.
+#define XR_BIN_LOG2_TERMS 18
+#define XR_BIN_CHUNKS ((1 << XR_BIN_LOG2_TERMS) / XR_CHUNK)
+#if !XR_FP64
+#define XR_BIN_BINADES 8
+#define XR_BINS 32
+#define XR_BIN_SHIFT 26  // key >> 23 >> 3
+#else
+#define XR_BIN_BINADES 16
+#define XR_BINS 128
+#define XR_BIN_SHIFT 24  // high word >> 20 >> 4
+#endif
+// Neighbouring elements go to different copies of the bins, so that two in one bin do not wait
+// for each other's store (summed, exactly, at the flush).
+#define XR_BIN_COPIES 4
+inline int bin_low_exponent(int b) { return max(b * XR_BIN_BINADES, 1); }
+inline void bin_add(double* bin_hi, double* bin_lo, uint i, uint key, elem_t x) {
+  const uint b = (i % XR_BIN_COPIES) * XR_BINS + (key >> XR_BIN_SHIFT);
+#if !XR_FP64
+  bin_hi[b] += (double)x;
+#else
+  const uint top = (b % XR_BINS + 1u) * XR_BIN_BINADES - 1u;
+  const double sigma = as_double(((ulong)(top + 2u + XR_BIN_LOG2_TERMS) << 52) | (1UL << 51));
+  const double h = (x + sigma) - sigma;
+  bin_hi[b] += h;
+  bin_lo[b] += x - h;
+#endif
+}
+inline void bins_flush(__local limb_word* L, double* bin_hi, double* bin_lo) {
+  for (int b = 0; b < XR_BINS; ++b) {
+    double h = 0.0;
+    for (int c = 0; c < XR_BIN_COPIES; ++c) {
+      h += bin_hi[c * XR_BINS + b];
+      bin_hi[c * XR_BINS + b] = 0.0;
+    }
+#if !XR_FP64
+    const int pos = bin_low_exponent(b) + 924;
+    add_scaled(L, scaled_int(h, pos), pos);
+#else
+    double l = 0.0;
+    for (int c = 0; c < XR_BIN_COPIES; ++c) {
+      l += bin_lo[c * XR_BINS + b];
+      bin_lo[c * XR_BINS + b] = 0.0;
+    }
+    const int pos_hi = (b + 1) * XR_BIN_BINADES + XR_BIN_LOG2_TERMS, pos_lo = bin_low_exponent(b) - 1;
+    add_scaled(L, scaled_int(h, pos_hi), pos_hi);
+    add_scaled(L, scaled_int(l, pos_lo), pos_lo);
+#endif
+  }
+}
+#endif
+
 // Adds a work-item's window sums to the work-group accumulator and clears them: each sum is an
 // integer multiple of the window's lowest ulp, converted exactly (docs/exact.md).
 #if !XR_FP64
@@ -413,10 +479,11 @@ __kernel void xr_exact(__global const in_t* in, ulong offset, ulong n, __global 
   // of them, and finds the chunk's own top. A top above W means the sums may be inexact: the
   // pass runs again with W on that top (the first chunk always does, from W = 0). A chunk with
   // inf or NaN (or f64 values within 2^12 of overflow) goes digit by digit; otherwise each lane
-  // is flushed, the elements below the window (zeros and subnormals among them) go digit by
-  // digit, and a top more than 8 binades below W lowers W for the next chunk. A form that
-  // found the top in a pass of its own read every chunk twice: 0.56x of the plain sum on PoCL
-  // on the 2-core machine, against 0.95-1.01x in one pass (docs/performance.md).
+  // is flushed, the elements below the window (zeros and subnormals among them) go to the
+  // run's bins (bin_add; digit by digit without XR_RUN_BINS), and a top more than 8 binades
+  // below W lowers W for the next chunk. A form that found the top in a pass of its own read
+  // every chunk twice: 0.56x of the plain sum on PoCL on the 2-core machine, against
+  // 0.95-1.01x in one pass (docs/performance.md).
   const ulong items = get_global_size(0);
   const ulong run = (n + items * XR_CHUNK - 1) / (items * XR_CHUNK) * XR_CHUNK;
   const ulong run_end = min(n, get_global_id(0) * run + run);
@@ -425,6 +492,15 @@ __kernel void xr_exact(__global const in_t* in, ulong offset, ulong n, __global 
   double s = 0.0;
 #else
   double hi = 0.0, lo = 0.0;
+#endif
+#if XR_RUN_BINS
+  double bin_hi[XR_BIN_COPIES * XR_BINS], bin_lo[XR_FP64 ? XR_BIN_COPIES * XR_BINS : 1];
+  for (int b = 0; b < XR_BIN_COPIES * XR_BINS; ++b) bin_hi[b] = 0.0;
+  for (int b = 0; b < (XR_FP64 ? XR_BIN_COPIES * XR_BINS : 1); ++b) bin_lo[b] = 0.0;
+  uint binned_chunks = 0;
+#define XR_MISS(i, key, v) bin_add(bin_hi, bin_lo, (i), (key), (v))
+#else
+#define XR_MISS(i, key, v) add_one(L, &flags, (v))
 #endif
   for (ulong c = min(n, get_global_id(0) * run); c < run_end; c += XR_CHUNK) {
     __global const in_t* x = in + c;
@@ -458,12 +534,16 @@ __kernel void xr_exact(__global const in_t* in, ulong offset, ulong n, __global 
     for (uint k = 0; miss_blocks != 0; ++k, miss_blocks >>= 1) {
       if (!(miss_blocks & 1UL)) continue;
       const uint b = k * XR_BLOCK_ELEMS, b_end = min(steps, b + XR_BLOCK_ELEMS);
-      for (uint i = b; i < b_end; ++i)
-        if (abs_key(XR_ELEM(x, i)) < thr) add_one(L, &flags, XR_ELEM(x, i));
+      for (uint i = b; i < b_end; ++i) {
+        const elem_t v = XR_ELEM(x, i);
+        const uint key = abs_key(v);
+        if (key < thr) XR_MISS(i, key, v);
+      }
     }
     for (uint i = steps; i < m; ++i) {
-      if (abs_key(XR_ELEM(x, i)) < thr) {
-        add_one(L, &flags, XR_ELEM(x, i));
+      const uint key = abs_key(XR_ELEM(x, i));
+      if (key < thr) {
+        XR_MISS(i, key, XR_ELEM(x, i));
         continue;
       }
 #if !XR_FP64
@@ -500,7 +580,16 @@ __kernel void xr_exact(__global const in_t* in, ulong offset, ulong n, __global 
     lo = 0.0;
 #endif
     if (top + 8u < top_w) top_w = top + 2u;
+#if XR_RUN_BINS
+    if (++binned_chunks == XR_BIN_CHUNKS) {
+      bins_flush(L, bin_hi, bin_lo);
+      binned_chunks = 0;
+    }
+#endif
   }
+#if XR_RUN_BINS
+  bins_flush(L, bin_hi, bin_lo);
+#endif
 #else
   // Whole packs start at the first 16-byte boundary; the head before it and the tail after
   // the last whole pack (fewer than 2 packs' worth) go digit by digit in work-group 0.

@@ -145,6 +145,22 @@ template <class T> void adversarial(xr::Reducer& r, const std::string& b) {
     v.push_back(big);
     expect_exact(r, b, v, "huge values, overflowing");
   }
+  // Every binade at once (nearly every element below its chunk's window: the OpenMP front end's
+  // bins), subnormals, zeros of both signs, both signs, over more than one flush of the bins
+  // (2^18 terms a thread) and a partial chunk.
+  {
+    std::mt19937_64 g(11);
+    constexpr int lowest = sizeof(T) == 8 ? -1074 : -149;
+    constexpr int highest = sizeof(T) == 8 ? 990 : 120;
+    std::uniform_int_distribution<int> exponent(lowest, highest);
+    std::uniform_real_distribution<T> mantissa(T(0.5), T(1));
+    std::vector<T> v((u64{1} << 19) + 4099);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const T x = std::ldexp(mantissa(g), exponent(g));
+      v[i] = i % 97 == 0 ? T(i % 2 ? -0.0 : 0.0) : g() % 2 ? -x : x;
+    }
+    expect_exact(r, b, v, "every binade");
+  }
   // Heavy cancellation: x and -x (one ulp off for some), shuffled, plus a tiny remainder.
   {
     std::mt19937_64 g(7);

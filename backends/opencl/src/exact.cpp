@@ -44,7 +44,8 @@ ExactVariant exact_variant(const DeviceCaps& caps, DType type, const Rung* rung)
 std::string exact_program_options(DType type, const ExactVariant& v) {
   return "-cl-std=CL1.2" + type_options(type, type) +
          " -DXR_ATOM64=" + std::to_string(v.atom64 ? 1 : 0) + " -DXR_F32_INT=" + std::to_string(v.f32_int ? 1 : 0) +
-         " -DXR_DENORM_SAFE=" + std::to_string(v.denorm_safe ? 1 : 0) + (v.runs ? " -DXR_RUNS=1" : "");
+          " -DXR_DENORM_SAFE=" + std::to_string(v.denorm_safe ? 1 : 0) + (v.runs ? " -DXR_RUNS=1" : "") +
+         (v.bins ? " -DXR_RUN_BINS=1" : "");
 }
 
 void set_exact_group_limit_for_testing(std::uint64_t elements) { g_per_group = elements; }
@@ -57,7 +58,8 @@ void set_exact_variant_for_testing(int atomics, int f32_int) {
 Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& caps, cl_context context,
                       cl_device_id device, bool profiling, ExactSum::Raw* raw_out) {
   const RunOptions& opt = rq.options;
-  const ExactVariant variant = exact_variant(caps, rq.type, &rung);
+  ExactVariant variant = exact_variant(caps, rq.type, &rung);
+  variant.bins = variant.runs && opt.block_size <= 1 && policy::kRunsWorkGroup == 1;
   const std::string options = exact_program_options(rq.type, variant);
   CachedKernel& main = cached_kernel(context, device, kExactSource, options, kExactKernel);
   CachedKernel& merge = cached_kernel(context, device, kExactSource, options, kExactMergeKernel);

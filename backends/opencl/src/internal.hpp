@@ -308,6 +308,10 @@ struct ExactVariant {
   bool f32_int = false;      // f32 window sums in integers (devices without cl_khr_fp64)
   bool denorm_safe = false;  // f64: no subnormal arithmetic (devices without CL_FP_DENORM for doubles)
   bool runs = false;         // XR_RUNS: contiguous runs in chunks, vector lanes (CPU devices)
+  // XR_RUN_BINS: a run's misses into private bins, 8 KiB a work-item (f64): runs in work-groups
+  // of one work-item only (their default), as PoCL keeps a copy for every work-item of a group
+  // and 1024 of them overran its thread's stack.
+  bool bins = false;
 };
 // What the device uses for `type` (unless a test forced otherwise); runs where the rung has the
 // CPU shape (vector_runs, or auto on a CPU device) and neither f32_int nor denorm_safe is needed.
