@@ -23,6 +23,8 @@ cli="$build/apps/reduce_cli"
 limit=${XR_CONTENTION_LIMIT:-120}
 cores=$(nproc)
 [[ -x $cli ]] || { echo "contention: no $cli (build first)" >&2; exit 2; }
+[[ ${XR_CONTENTION_SCALE:-1} =~ ^[1-9][0-9]*$ ]] ||
+  { echo "contention: XR_CONTENTION_SCALE must be a whole number from 1 ('${XR_CONTENTION_SCALE}')" >&2; exit 2; }
 
 # size name, elements, repeats: each process reduces for roughly 0.1-0.3 s alone on a 2-core VM.
 sizes=("small 2^14 4000" "mid 2^18 400" "large 2^22 40")

@@ -44,7 +44,7 @@ ExactVariant exact_variant(const DeviceCaps& caps, DType type, const Rung* rung)
 std::string exact_program_options(DType type, const ExactVariant& v) {
   return "-cl-std=CL1.2" + type_options(type, type) +
          " -DXR_ATOM64=" + std::to_string(v.atom64 ? 1 : 0) + " -DXR_F32_INT=" + std::to_string(v.f32_int ? 1 : 0) +
-          " -DXR_DENORM_SAFE=" + std::to_string(v.denorm_safe ? 1 : 0) + (v.runs ? " -DXR_RUNS=1" : "") +
+         " -DXR_DENORM_SAFE=" + std::to_string(v.denorm_safe ? 1 : 0) + (v.runs ? " -DXR_RUNS=1" : "") +
          (v.bins ? " -DXR_RUN_BINS=1" : "");
 }
 
@@ -59,7 +59,8 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
                       cl_device_id device, bool profiling, ExactSum::Raw* raw_out) {
   const RunOptions& opt = rq.options;
   ExactVariant variant = exact_variant(caps, rq.type, &rung);
-  variant.bins = variant.runs && opt.block_size <= 1 && policy::kRunsWorkGroup == 1;
+  static_assert(policy::kRunsWorkGroup == 1, "runs take their bins in work-groups of one work-item");
+  variant.bins = variant.runs && opt.block_size <= 1;
   const std::string options = exact_program_options(rq.type, variant);
   CachedKernel& main = cached_kernel(context, device, kExactSource, options, kExactKernel);
   CachedKernel& merge = cached_kernel(context, device, kExactSource, options, kExactMergeKernel);
