@@ -23,6 +23,7 @@
 #include "xreduce/xreduce.hpp"
 
 #include "cuda_checks.hpp"
+#include "exact_inputs.hpp"
 
 using namespace xr_cuda_test;
 
@@ -174,16 +175,73 @@ TEST_CASE("errors carry the CUDA name; nothing printed") {
   xr::BackendOptions bad_device;
   bad_device.device = "999";
   CHECK_THROWS_AS(xr::make_reducer("cuda", bad_device), xr::InvalidArgument);
-  // exact mode: refused by rungs that do not offer it, and by the async form (the exact state
-  // is rounded on the host), never silently ignored.
+  // exact mode: refused by rungs that do not offer it, in both forms, never silently ignored.
   xr::RunOptions exact;
   exact.exact = true;
   exact.kernel = "sequential";
   CHECK_THROWS_AS(xr::cuda::reduce(d.p, host.size(), Op::Sum, nullptr, exact), xr::InvalidArgument);
-  exact.kernel = "auto";
   CHECK_THROWS_AS(xr::cuda::reduce_async(d.p, host.size(), Op::Sum, d.p, nullptr, exact), xr::InvalidArgument);
+  exact.kernel = "auto";
   exact.block_size = 1024;  // the exact kernel takes blocks up to 512
   CHECK_THROWS_AS(xr::cuda::reduce(d.p, host.size(), Op::Sum, nullptr, exact), xr::InvalidArgument);
+  CHECK_THROWS_AS(xr::cuda::reduce_async(d.p, host.size(), Op::Sum, d.p, nullptr, exact), xr::InvalidArgument);
+}
+
+// Exact sums rounded on the device (reduce_async) against the host's rounding of the same
+// state (reduce, whose rounding test_exact.cpp checks against MPFR): the same bits.
+template <class T> void check_device_rounding(const T* host, u64 n, const std::string& what) {
+  using R = xr::compute_t<T>;
+  DevBuf<T> d(std::vector<T>(host, host + n));
+  DevBuf<R> out(1);
+  xr::RunOptions exact;
+  exact.exact = true;
+  const xr::Result want = xr::cuda::reduce(d.p, n, Op::Sum, nullptr, exact);
+  xr::cuda::reduce_async(d.p, n, Op::Sum, out.p, nullptr, exact);
+  R got{};
+  CK(cudaMemcpy(&got, out.p, sizeof got, cudaMemcpyDeviceToHost));
+  INFO(what << " (" << xr::to_string(xr::dtype_of<T>) << ", n = " << n << "): got " << got << ", want "
+            << want.value.to_string());
+  CHECK(xr::test_inputs::same_bits(got, want.value.as<R>()));
+}
+
+template <class T> void device_rounding_cases() {
+  using namespace xr::test_inputs;
+  for (const auto& c : special_value_cases<T>()) check_device_rounding(c.data(), c.size(), "special values");
+  constexpr int p = std::numeric_limits<T>::digits;
+  const T one = 1, half_ulp = std::ldexp(T(1), -p), tiny = std::numeric_limits<T>::denorm_min();
+  const T least = std::numeric_limits<T>::min();
+  const std::vector<std::vector<T>> ties = {
+      {one, half_ulp},                           // a tie: to even, down
+      {std::nextafter(one, T(2)), half_ulp},     // a tie: to even, up
+      {one, half_ulp, tiny},                     // above the tie by a sticky bit far below
+      {-one, -half_ulp, tiny},                   // below the tie, negative
+      {least, -least * T(0.75)},                 // a subnormal result
+      {tiny, tiny, -tiny},                       // the smallest subnormal
+  };
+  for (const auto& c : ties) check_device_rounding(c.data(), c.size(), "ties, sticky bits, subnormals");
+  std::mt19937_64 g(5);
+  for (const int span : {8, 30, 60, 200}) {
+    const auto v = exponent_band<T>(100003, 10, span, g);
+    check_device_rounding(v.data(), v.size(), "a band of " + std::to_string(span) + " binades");
+  }
+  const auto sub = subnormals<T>(70001, g);
+  check_device_rounding(sub.data(), sub.size(), "subnormals");
+  const auto noise = random_bits<T>(1 << 16, g);
+  check_device_rounding(noise.data(), noise.size(), "random bit patterns");
+}
+
+TEST_CASE("reduce_async rounds exact sums on the device: the bits reduce gives") {
+  device_rounding_cases<float>();
+  device_rounding_cases<double>();
+  std::uint64_t seed = 17;
+  for (const xr::DType t : {xr::DType::F16, xr::DType::BF16})
+    for (const xr::Dist dist : {xr::Dist::Uniform, xr::Dist::Cancel, xr::Dist::Wide, xr::Dist::Special})
+      for (const u64 n : {u64{0}, u64{1}, u64{100003}}) {
+        const xr::HostBuffer x = xr::generate(t, n, dist, ++seed);
+        const std::string what = std::string(xr::to_string(dist)) + " data";
+        if (t == xr::DType::F16) check_device_rounding(static_cast<const xr::f16*>(x.view().data), n, what);
+        else check_device_rounding(static_cast<const xr::bf16*>(x.view().data), n, what);
+      }
 }
 
 TEST_CASE("out of device memory is a DeviceError named cudaErrorMemoryAllocation; the stream fits a limit") {

@@ -17,20 +17,23 @@ static_assert(ke::kLimbs == ExactSum::kLimbs, "device state layout follows Exact
 static_assert(sizeof(ke::RawOut) == ExactSum::kLimbs * 8 + 8);
 static_assert(ke::kMaxBlock == kExactMaxBlock);
 
-ExactAccumulator::ExactAccumulator(int device) : device_(device) {
+ExactAccumulator::ExactAccumulator(int device, cudaStream_t stream) : device_(device) {
   check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
   try {
     check(cudaMalloc(&global_, sizeof(ke::Global)), "cudaMalloc of the exact-sum state");
     check(cudaMalloc(&dev_out_, sizeof(ke::RawOut)), "cudaMalloc of the exact-sum result");
-    check(cudaMallocHost(&host_out_, sizeof(ke::RawOut)), "cudaMallocHost of the exact-sum result");
-    check(cudaMemset(global_, 0, sizeof(ke::Global)), "cudaMemset of the exact-sum state");
-    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the exact-sum workspace setup");
+    check(cudaMemsetAsync(global_, 0, sizeof(ke::Global), stream), "cudaMemsetAsync of the exact-sum state");
   } catch (...) {
     cudaFree(global_);
     cudaFree(dev_out_);
-    cudaFreeHost(host_out_);
     throw;
   }
+}
+
+void* ExactAccumulator::host_result_buffer() {
+  if (host_out_ == nullptr)
+    check(cudaMallocHost(&host_out_, sizeof(ke::RawOut)), "cudaMallocHost of the exact-sum result");
+  return host_out_;
 }
 
 ExactAccumulator::~ExactAccumulator() {
@@ -69,7 +72,8 @@ template <class T> std::uint64_t resolve_grid(std::uint64_t grid, unsigned block
 }
 
 template <class T>
-ExactLaunch enqueue_typed(const T* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws, unsigned block, std::uint64_t grid) {
+ExactLaunch enqueue_typed(const T* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws, unsigned block,
+                          std::uint64_t grid, void* dev_value) {
   if (n > 0 && dev == nullptr) throw InvalidArgument("cuda: exact sum: null device pointer with n > 0");
   if (reinterpret_cast<std::uintptr_t>(dev) % sizeof(T) != 0)
     throw InvalidArgument("cuda: exact sum: the device pointer is not aligned to the element size");
@@ -77,12 +81,14 @@ ExactLaunch enqueue_typed(const T* dev, std::uint64_t n, cudaStream_t s, ExactAc
   L.block = resolve_block<T>(block);
   L.grid = resolve_grid<T>(grid, L.block, n, ws);
   ke::k_exact_sum<T><<<static_cast<unsigned>(L.grid), L.block, 0, s>>>(
-      dev, n, static_cast<ke::Global*>(ws.global_state()), static_cast<ke::RawOut*>(ws.device_result()));
+      dev, n, static_cast<ke::Global*>(ws.global_state()), static_cast<ke::RawOut*>(ws.device_result()),
+      static_cast<compute_t<T>*>(dev_value));
   check_launch("k_exact_sum");
   L.launches = 1;
-  check(cudaMemcpyAsync(const_cast<void*>(ws.host_result()), ws.device_result(), sizeof(ke::RawOut),
-                        cudaMemcpyDeviceToHost, s),
-        "cudaMemcpyAsync of the exact-sum state");
+  if (dev_value == nullptr)
+      check(cudaMemcpyAsync(ws.host_result_buffer(), ws.device_result(), sizeof(ke::RawOut),
+                          cudaMemcpyDeviceToHost, s),
+          "cudaMemcpyAsync of the exact-sum state");
   return L;
 }
 
@@ -98,12 +104,12 @@ ExactSum::Raw read_exact_state(const ExactAccumulator& ws, std::uint64_t n) {
 }
 
 ExactLaunch enqueue_exact_sum(DType type, const void* dev, std::uint64_t n, cudaStream_t s, ExactAccumulator& ws,
-                              unsigned block, std::uint64_t grid) {
+                              unsigned block, std::uint64_t grid, void* dev_value) {
   if (!is_float(type))
     throw InvalidArgument("cuda: exact sum: " + std::string(to_string(type)) + " is not a float type");
   return visit_dtype(type, [&](auto t) -> ExactLaunch {
     using T = decltype(t);
-    if constexpr (is_float_v<T>) return enqueue_typed(static_cast<const T*>(dev), n, s, ws, block, grid);
+    if constexpr (is_float_v<T>) return enqueue_typed(static_cast<const T*>(dev), n, s, ws, block, grid, dev_value);
     else return {};  // not reached: checked above
   });
 }

@@ -113,7 +113,7 @@ Workspace::Workspace(int device, cudaStream_t stream) : device_(device), stream_
 ExactAccumulator& Workspace::exact_accumulator() {
   if (!exact_) {
     DeviceGuard guard(device_);
-    exact_ = std::make_unique<ExactAccumulator>(device_);
+    exact_ = std::make_unique<ExactAccumulator>(device_, stream_);
   }
   return *exact_;
 }

@@ -228,8 +228,12 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
   DeviceState& ds = device_state(out_device);
   Workspace& ws = ds.workspace(stream);
   const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, op, options, dev_result);
-  if (p.exact)
-    throw InvalidArgument("cuda: exact mode rounds the exact state on the host: use xr::cuda::reduce, not reduce_async");
+  if (p.exact) {  // rounded on the device by the exact kernel's last block
+    const unsigned block = options.block_size ? options.block_size : kExactDefaultBlock;
+    enqueue_exact_sum(p.type, p.launch.in, p.launch.n, ws.stream(), ws.exact_accumulator(), block, options.grid_size,
+                      dev_result);
+    return;
+  }
   p.fn(p.launch);
 }
 

@@ -45,7 +45,9 @@ XR_API Result reduce(const T* dev_ptr, std::uint64_t n, Op op, cudaStream_t stre
 // result_dtype(op, dtype_of<T>, accumulator): for an i32 sum with Accumulator::Wide that is
 // an int64_t. A pair op writes its record (xreduce/semantics.hpp, aligned as its type):
 // xr::Located<T> for argmin and argmax (the value, then the int64 index), xr::Bounds<T> for
-// minmax. Argument errors throw before anything is enqueued.
+// minmax. With options.exact, a float sum writes the correctly rounded exact sum (f32 for f16,
+// bf16 and f32; f64 for f64), rounded on the device: the same bits as reduce. Argument errors
+// throw before anything is enqueued.
 template <class T>
 XR_API void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result,
                          cudaStream_t stream = nullptr, Accumulator accumulator = Accumulator::Wide);
@@ -76,7 +78,8 @@ XR_API std::vector<KernelInfo> kernels();
 // n (the elements reduced) and bytes_per_s (bytes read, offsets included, plus bytes written, over
 // kernel_ms); value is unused. They support options.exact for f32/f64 sums: every value is then
 // the correctly rounded exact sum of its segment (states of pieces merged and rounded on the host).
-// The asynchronous forms enqueue on `stream` and return at once; exact sums throw InvalidArgument.
+// The asynchronous forms of segments enqueue on `stream` and return at once; exact sums throw
+// InvalidArgument.
 //
 // CSR segments: segment i is d_data[d_offsets[i] .. d_offsets[i + 1]), with d_offsets holding
 // n_segments + 1 values in device memory and d_data n elements. reduce_segments copies the
