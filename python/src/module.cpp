@@ -374,19 +374,21 @@ NB_MODULE(_xreduce, m) {
         "data"_a, "dtype"_a, "rows"_a, "cols"_a, "stride"_a, "order"_a, "axis"_a, "op"_a, "out"_a, "stream"_a,
         "exact"_a = false, "kernel"_a = "auto", "accumulator"_a = "wide");
   // The asynchronous forms: each enqueues its reduction on `stream`, writing to device memory at
-  // `out`, and returns at once (no exact mode: its state is rounded on the host).
+  // `out`, and returns at once (cuda_reduce_async: exact sums rounded on the device; the lines of
+  // reduce_axis have no exact mode here).
   m.def("cuda_reduce_async",
         [](std::uintptr_t data, std::uint64_t n, const std::string& dtype, const std::string& op, std::uintptr_t out,
-           std::uintptr_t stream, const std::string& kernel, const std::string& accumulator) {
+           std::uintptr_t stream, bool exact, const std::string& kernel, const std::string& accumulator) {
           const xr::DType t = type_of(dtype);
           const xr::Op o = op_of(op);
-          const xr::RunOptions options = run_options(false, kernel, 0, accumulator);
+          const xr::RunOptions options = run_options(exact, kernel, 0, accumulator);
           nb::gil_scoped_release release;
           with_device_pointer(data, t, [&](auto p) {
             xr::cuda::reduce_async(p, n, o, reinterpret_cast<void*>(out), stream_of(stream), options);
           });
         },
-        "data"_a, "n"_a, "dtype"_a, "op"_a, "out"_a, "stream"_a, "kernel"_a = "auto", "accumulator"_a = "wide");
+        "data"_a, "n"_a, "dtype"_a, "op"_a, "out"_a, "stream"_a, "exact"_a = false, "kernel"_a = "auto",
+        "accumulator"_a = "wide");
   m.def("cuda_reduce_axis_async",
         [](std::uintptr_t data, const std::string& dtype, std::uint64_t rows, std::uint64_t cols, std::uint64_t stride,
            const std::string& order, int axis, const std::string& op, std::uintptr_t out, std::uintptr_t stream,

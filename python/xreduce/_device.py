@@ -136,22 +136,23 @@ def _device_scalar(a: _Array, value, dtype: str):
     return scalar(a, value, dtype) if scalar is not None else _host_scalar(value, dtype)
 
 
-def _flat_async(a: _Array, n: int, op: str, kernel: str) -> list:
+def _flat_async(a: _Array, n: int, op: str, exact: bool, kernel: str) -> list:
     """A whole array, reduced on the caller's stream into device memory: the results as 0-d views
-    of one record (xreduce/cuda.hpp: argmin and argmax write (value, int64 index), minmax (min, max))."""
+    of one record (xreduce/cuda.hpp: argmin and argmax write (value, int64 index), minmax (min, max)).
+    Exact sums are rounded on the device too."""
     if op in ("argmin", "argmax"):
         record, ptr = _device_empty(a, 2, "i64")
-        _xreduce.cuda_reduce_async(a.data, n, a.dtype, op, ptr, a.stream, kernel)
+        _xreduce.cuda_reduce_async(a.data, n, a.dtype, op, ptr, a.stream, exact, kernel)
         return [record[1]]
     dtype = _xreduce.result_dtype(op, a.dtype)
     record, ptr = _device_empty(a, 2 if op == "minmax" else (), dtype)
-    _xreduce.cuda_reduce_async(a.data, n, a.dtype, op, ptr, a.stream, kernel)
+    _xreduce.cuda_reduce_async(a.data, n, a.dtype, op, ptr, a.stream, exact, kernel)
     return [record[0], record[1]] if op == "minmax" else [record]
 
 
 def _flat_sync(a: _Array, n: int, op: str, exact: bool, kernel: str) -> list:
-    """Waits for the reduction and makes its results from the host values: exact sums (rounded
-    on the host), JAX arrays (waited for anyway) and libraries xreduce makes no arrays of."""
+    """Waits for the reduction and makes its results from the host values: JAX arrays (waited
+    for anyway) and libraries xreduce makes no arrays of."""
     r = _xreduce.cuda_reduce(a.data, n, a.dtype, op, a.stream, exact, kernel)
     if op == "minmax":
         return [_device_scalar(a, r.value, r.dtype), _device_scalar(a, r.maximum, r.dtype)]
@@ -191,10 +192,10 @@ def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
     if plan.kind == "lines":
         raise _not_in_place(f"{op} with axis=None of a CUDA array", a)
     if plan.kind == "flat":
-        if exact or a.library in _SYNCHRONOUS_RESULTS or a.library not in _DEVICE_RESULTS:
+        if a.library in _SYNCHRONOUS_RESULTS or a.library not in _DEVICE_RESULTS:
             results = _flat_sync(a, plan.n, op, exact, kernel)
         else:
-            results = _flat_async(a, plan.n, op, kernel)
+            results = _flat_async(a, plan.n, op, exact, kernel)
     else:
         length = plan.rows if plan.axis == 0 else plan.cols
         if length == 0 and op != "sum" and op != "prod":

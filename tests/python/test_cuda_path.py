@@ -56,9 +56,9 @@ class Stand_in:
         return _write(out, op, *self.host.reduce_segments(data, n, dtype, offsets, n_segments + 1, op, exact))
 
 
-    def cuda_reduce_async(self, data, n, dtype, op, out, stream, kernel="auto", accumulator="wide"):
+    def cuda_reduce_async(self, data, n, dtype, op, out, stream, exact=False, kernel="auto", accumulator="wide"):
         self.streams.append(stream)
-        r = self.host.reduce(data, n, dtype, op, False, "auto", 0, accumulator, 1, 0)
+        r = self.host.reduce(data, n, dtype, op, exact, "auto", 0, accumulator, 1, 0)
         if op in ("argmin", "argmax"):  # the record: the value, then the int64 index at byte 8
             out, values = out + 8, np.asarray([r.index], dtype=np.int64)
         else:

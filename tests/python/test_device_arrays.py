@@ -1,5 +1,7 @@
 """CuPy, PyTorch and JAX arrays: host ones on the host backends, CUDA ones on the CUDA backend
 ordered on the caller's stream. Each test skips, saying why, without the package or a GPU."""
+import math
+
 import numpy as np
 import pytest
 
@@ -73,9 +75,11 @@ def test_torch_results_stay_on_the_stream():
         torch.cuda._sleep(1 << 31)  # about a second of GPU time before the fill
         x.fill_(2.0)
         s, i, (lo, hi) = xr.sum(x), xr.argmax(x), xr.minmax(x)
+        e = xr.sum(x, exact=True)
         assert not stream.query(), "xreduce waited for the stream"
     stream.synchronize()
     assert s.item() == 2 * (1 << 16) and i.item() == 0 and lo.item() == hi.item() == 2
+    assert e.item() == 2 * (1 << 16) and e.dtype == torch.float32
     assert s.dtype == torch.float32 and i.dtype == torch.int64 and lo.dtype == torch.float32
     assert all(v.device == x.device and v.ndim == 0 for v in (s, i, lo, hi))
     assert xr.sum(torch.ones(1000, device="cuda", dtype=torch.float16)).dtype == torch.float32
@@ -124,3 +128,25 @@ def test_device_array_without_cuda(array):
         xr.sum(array)
     with pytest.raises(xr.BackendUnavailable):
         xr.reduce_segments(array, [0, 4])
+
+
+@needs_cuda
+def test_torch_exact_sums_rounded_on_the_device():
+    """Exact sums of CUDA tensors, rounded on the device: the host backend's bits (the same on
+    every backend), and math.fsum's value for f64."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    g = torch.Generator().manual_seed(3)
+    n = 100003
+    wide = torch.randn(n, generator=g, dtype=torch.float64) * 2.0 ** torch.randint(-40, 40, (n,), generator=g)
+    cancelling = torch.cat([wide[: n // 2], -wide[: n // 2], torch.tensor([2.0 ** -60], dtype=torch.float64)])
+    for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+        for values in (wide, cancelling, torch.tensor([], dtype=torch.float64)):
+            x = values.to(dtype)
+            got = xr.sum(x.cuda(), exact=True)
+            want = xr.sum(x, exact=True)
+            assert got.device.type == "cuda" and got.ndim == 0
+            assert got.cpu().numpy().tobytes() == np.asarray(want).tobytes(), (dtype, got.item(), want)
+            if dtype == torch.float64:
+                assert got.item() == math.fsum(x.tolist())
