@@ -66,7 +66,7 @@ std::string describe(const DistributedJob& job, std::uint64_t total, DType type)
 
 void print_table(const mpi::GlobalResult& g, const Reference& ref, const Agreement& agreement, const std::string& what) {
   const Result& r = g.result;
-  std::cout << what << " over " << g.ranks << " ranks; reference " << ref.value.to_string()
+  std::cout << what << " over " << g.ranks << " ranks; reference " << value_text(ref)
             << " (computed distributed)\n";
   Table ranks({"rank", "host", "backend", "device", "kernel", "first", "n", "time ms", "total ms"});
   for (const mpi::RankRow& row : g.rows)
@@ -74,7 +74,7 @@ void print_table(const mpi::GlobalResult& g, const Reference& ref, const Agreeme
                std::to_string(row.n), fixed(row.kernel_ms, 3), row.total_ms > 0 ? fixed(row.total_ms, 3) : "-"});
   ranks.print(std::cout);
   Table global({"value", "agrees", "slowest rank ms", "combine us", "total ms", "GB/s", "combined"});
-  global.add({r.value.to_string(), agreement.ok ? "yes" : "NO: " + agreement.detail, fixed(r.kernel_ms, 3),
+  global.add({value_text(r), agreement.ok ? "yes" : "NO: " + agreement.detail, fixed(r.kernel_ms, 3),
               fixed(g.combine_ms * 1e3, 1), fixed(r.total_ms, 3), fixed(r.bytes_per_s / 1e9, 1), r.finish});
   global.print(std::cout);
 }
@@ -92,6 +92,13 @@ json to_json(const mpi::GlobalResult& g, const Reference& ref, const Agreement& 
                  {"kernel_ms", r.kernel_ms}, {"combine_ms", g.combine_ms}, {"total_ms", r.total_ms},
                  {"bytes_per_s", r.bytes_per_s}, {"rounding_depth", r.rounding_depth}, {"finish", r.finish},
                  {"repeats", r.repeats}};
+  if (op_info(r.op).kind == OpKind::Located) {
+    result["index"] = r.index;
+    result["reference_index"] = ref.index;
+  } else if (op_info(r.op).kind == OpKind::Bounds) {
+    result["maximum"] = r.maximum.to_string();
+    result["reference_maximum"] = ref.maximum.to_string();
+  }
   return {{"ranks", rows}, {"result", result}};
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "errors.hpp"
@@ -29,7 +30,8 @@ enum Word : int {
   kTotalMs,    // a double: max
   kMagnitude,  // a double: sum
   kHasValue,   // the value words hold a value
-  kValue,      // integers, min and max: the value's bits, merged by its op
+  kValue,      // integers, min, max and the pair ops: the value's bits (minmax: the min), merged by its op
+  kSecond,     // argmin, argmax: the index from the first element of the record's ranks; minmax: the max
   kFlags,      // exact sums: the ExactSum flags, OR; then the limbs, added
   kLimb0,
   kWords = kLimb0 + ExactSum::kLimbs,
@@ -75,8 +77,43 @@ bool folded_in_rank_order(Op op, DType value_type, bool exact) {
   return is_float(value_type) && (op == Op::Sum || op == Op::Prod) && !exact;
 }
 
+// A pair op's records, left (lower ranks) and right, into right. The ranks of a record are
+// contiguous and left's come first (the ordered MPI_Op), so right's index moves by left's count.
+void merge_pair(Op op, DType type, const std::int64_t* left, std::int64_t* right) {
+  const bool arg = op == Op::ArgMin || op == Op::ArgMax;
+  if (arg && right[kHasValue]) right[kSecond] += left[kCount];
+  if (!left[kHasValue]) return;
+  if (!right[kHasValue]) {
+    right[kHasValue] = 1;
+    right[kValue] = left[kValue];
+    right[kSecond] = left[kSecond];
+    return;
+  }
+  visit_pair(op, [&](auto fn) {
+    visit_dtype(type, [&](auto t) {
+      using T = decltype(t);
+      using Fn = decltype(fn);
+      using Record = pair_record_t<Fn::op, T>;
+      if constexpr (std::is_same_v<Record, Located<T>>) {
+        const Record r = Fn::apply(Record{value_of<T>(left[kValue]), left[kSecond]},
+                                   Record{value_of<T>(right[kValue]), right[kSecond]});
+        right[kValue] = word_of<T>(r.value);
+        right[kSecond] = r.index;
+      } else {
+        const Record r = Fn::apply(Record{value_of<T>(left[kValue]), value_of<T>(left[kSecond])},
+                                   Record{value_of<T>(right[kValue]), value_of<T>(right[kSecond])});
+        right[kValue] = word_of<T>(r.min);
+        right[kSecond] = word_of<T>(r.max);
+      }
+    });
+  });
+}
+
 // left (lower ranks) op right, into right: the rule of MPI's user operations.
 void merge(const std::int64_t* left, std::int64_t* right) {
+  const bool same = left[kSigMin] == left[kSigMax] && right[kSigMin] == right[kSigMax] && left[kSigMin] == right[kSigMin];
+  const std::int64_t sig = left[kSigMin];
+  if (same && is_pair(sig_op(sig))) merge_pair(sig_op(sig), sig_type(sig), left, right);  // before the counts add
   right[kFailed] = std::min(left[kFailed], right[kFailed]);
   right[kCount] = static_cast<std::int64_t>(static_cast<std::uint64_t>(left[kCount]) + static_cast<std::uint64_t>(right[kCount]));
   right[kNonEmpty] += left[kNonEmpty];
@@ -84,11 +121,9 @@ void merge(const std::int64_t* left, std::int64_t* right) {
   right[kKernelMs] = from_double(std::max(as_double(left[kKernelMs]), as_double(right[kKernelMs])));
   right[kTotalMs] = from_double(std::max(as_double(left[kTotalMs]), as_double(right[kTotalMs])));
   right[kMagnitude] = from_double(as_double(left[kMagnitude]) + as_double(right[kMagnitude]));
-  const bool same = left[kSigMin] == left[kSigMax] && right[kSigMin] == right[kSigMax] && left[kSigMin] == right[kSigMin];
-  const std::int64_t sig = left[kSigMin];
   right[kSigMin] = std::min(left[kSigMin], right[kSigMin]);
   right[kSigMax] = std::max(left[kSigMax], right[kSigMax]);
-  if (!same) return;  // a failure or a disagreement: the values are not used
+  if (!same || is_pair(sig_op(sig))) return;  // a failure or a disagreement: the values are not used
   if (sig_exact(sig)) {
     right[kFlags] |= left[kFlags];
     for (int i = kLimb0; i < kWords; ++i)
@@ -135,6 +170,7 @@ void fill(Record& rec, const Part& part, int rank, int size) {
   rec[kMagnitude] = from_double(part.magnitude);
   rec[kHasValue] = r.n > 0;
   if (r.n > 0) rec[kValue] = word_of_scalar(r.value);
+  if (r.n > 0 && is_pair(r.op)) rec[kSecond] = r.op == Op::MinMax ? word_of_scalar(r.maximum) : r.index;
   if (exact) {
     rec[kFlags] = r.exact_state->flags;
     for (int i = 0; i < ExactSum::kLimbs; ++i) rec[kLimb0 + i] = r.exact_state->limb[static_cast<std::size_t>(i)];
@@ -182,10 +218,11 @@ Combined Wire::combine(MPI_Comm comm, const Part& part, int root) const {
   check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   Record mine, all;
   fill(mine, part, rank, size);
-  // Min and max go through the ordered operation, so that of equal values (+0 and -0) and of
-  // NaNs the one in rank order wins, whatever tree MPI uses; every other merge is commutative.
-  // The choice follows the op every rank passes (as MPI_Allreduce needs one op on every rank).
-  const MPI_Op mpi_op = part.op == Op::Min || part.op == Op::Max ? ordered_ : commutative_;
+  // Min, max and the pair ops go through the ordered operation, so that of equal values (+0 and
+  // -0) and of NaNs the one in rank order wins, and an index moves by the counts of the ranks
+  // before it, whatever tree MPI uses; every other merge is commutative. The choice follows the
+  // op every rank passes (as MPI_Allreduce needs one op on every rank).
+  const MPI_Op mpi_op = part.op == Op::Min || part.op == Op::Max || is_pair(part.op) ? ordered_ : commutative_;
   if (root < 0) {
     check(MPI_Allreduce(mine, all, 1, record_, mpi_op, comm), "MPI_Allreduce");
   } else {
@@ -250,6 +287,8 @@ Combined Wire::combine(MPI_Comm comm, const Part& part, int root) const {
     c.depth = 1;
   } else if (all[kHasValue]) {
     c.value = scalar_of_word(value_type, all[kValue]);
+    if (op == Op::MinMax) c.maximum = scalar_of_word(value_type, all[kSecond]);
+    else if (is_pair(op)) c.index = all[kSecond];
     // Rank order adds one rounding per further rank to the deepest rank's chain.
     if (folded_in_rank_order(op, value_type, false) && c.nonempty > 1) c.depth += static_cast<std::uint64_t>(c.nonempty - 1);
   } else {  // no rank held an element: the op's empty value (sum and product only get here)

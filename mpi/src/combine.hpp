@@ -23,6 +23,8 @@ struct Part {
 struct Combined {
   bool here = false;         // this rank holds the value (every rank, or root)
   Scalar value;
+  std::int64_t index = -1;   // argmin, argmax: the global index
+  Scalar maximum;            // minmax: the max
   std::uint64_t n = 0;
   std::uint64_t depth = 0;   // the global rounding depth
   std::optional<ExactSum::Raw> exact_state;
@@ -46,7 +48,7 @@ class Wire {
  private:
   MPI_Datatype record_ = MPI_DATATYPE_NULL;
   MPI_Op commutative_ = MPI_OP_NULL;  // integer sums and products, exact states
-  MPI_Op ordered_ = MPI_OP_NULL;      // min and max: the ranks' values in rank order
+  MPI_Op ordered_ = MPI_OP_NULL;      // min, max and the pair ops: the ranks' records in rank order
 };
 
 }  // namespace xr::mpi::detail

@@ -45,13 +45,6 @@ std::string backend_for(const std::string& asked) {
   return usable.front();
 }
 
-// The pair ops (argmin, argmax, minmax) are not combined across ranks.
-void refuse_pair_op(Op op) {
-  if (is_pair(op))
-    throw InvalidArgument("mpi: " + std::string(to_string(op)) +
-                          " is not combined across ranks; reduce each rank's part with xr::make_reducer");
-}
-
 // A part of no elements: reducers refuse min and max of nothing, but a rank may hold nothing.
 Result empty_part(Op op, DType type, const RunOptions& options) {
   Result r;
@@ -139,6 +132,8 @@ std::optional<GlobalResult> finish(MPI_Comm comm, const detail::Wire& wire, cons
   g.rows = std::move(rows);
   Result& r = g.result;
   r.value = c.value;
+  r.index = c.index;
+  r.maximum = c.maximum;
   r.n = c.n;
   r.op = local.op;
   r.type = local.type;
@@ -187,7 +182,6 @@ struct Reducer::State {
     part.op = op;
     part.runs = combines(options);
     try {
-      refuse_pair_op(op);
       part.result = n == 0 && !op_info(op).empty_has_value ? empty_part(op, type, options)
                                                             : local->reduce(in, op, options);
       part.result.backend = local->backend();
@@ -292,7 +286,6 @@ template <class Input> Reference distributed_reference(MPI_Comm comm, Input& loc
     RunOptions options;
     options.accumulator = acc;
     options.exact = true;  // float sums: the reference is exact
-    refuse_pair_op(op);
     if (n == 0 && !op_info(op).empty_has_value) {
       part.result = empty_part(op, type, options);
     } else {
@@ -300,6 +293,8 @@ template <class Input> Reference distributed_reference(MPI_Comm comm, Input& loc
       part.result = empty_part(op, type, options);
       part.result.n = ref.n;
       part.result.value = ref.value;
+      part.result.index = ref.index;
+      part.result.maximum = ref.maximum;
       part.result.exact_state = ref.exact_state;
       part.magnitude = ref.magnitude;
     }
@@ -310,6 +305,8 @@ template <class Input> Reference distributed_reference(MPI_Comm comm, Input& loc
   const detail::Combined c = wire.combine(comm, part, -1);
   Reference ref;
   ref.value = c.value;
+  ref.index = c.index;
+  ref.maximum = c.maximum;
   ref.n = c.n;
   ref.op = op;
   ref.type = type;

@@ -294,13 +294,62 @@ TEST_CASE("ranks that disagree on what they reduce, and min of nothing, throw on
   CHECK(!std::signbit(s.result.value.f));
   const xr::mpi::GlobalResult p = reducer.reduce(std::span<const float>(none), xr::Op::Prod);
   CHECK(p.result.value.f == 1.0);
-  // The pair ops are not combined across ranks: one InvalidArgument on every rank, both paths.
-  for (xr::Op op : xr::pair_ops) {
-    CHECK_THROWS_WITH_AS(reducer.reduce(std::span<const float>(f), op), doctest::Contains("not combined across ranks"),
-                         xr::InvalidArgument);
-    CHECK_THROWS_WITH_AS(xr::mpi::reference_reduce(MPI_COMM_WORLD, xr::HostArray::of(std::span<const float>(f)), op),
-                         doctest::Contains("not combined across ranks"), xr::InvalidArgument);
+  // The pair ops of nothing: EmptyInput on every rank, as min and max.
+  for (xr::Op op : xr::pair_ops)
+    CHECK_THROWS_AS(reducer.reduce(std::span<const float>(none), op), xr::EmptyInput);
+}
+
+namespace {
+
+// A pair op over the ranks' parts of `whole` against one process's answer on all of it: the
+// value's bits, and the global index (argmin, argmax) or the max's bits (minmax).
+template <class T> void check_pair_ops(xr::mpi::Reducer& reducer, const std::vector<T>& whole, const char* what) {
+  for (double w : weight_sets(world_rank(), world_size())) {
+    const auto mine = my_part(whole, w);
+    for (xr::Op op : xr::pair_ops) {
+      const xr::Reference want = xr::reference_reduce(xr::HostArray::of(std::span<const T>(whole)), op);
+      const xr::mpi::GlobalResult got = reducer.reduce(std::span<const T>(mine), op);
+      const xr::Reference dist = xr::mpi::reference_reduce(MPI_COMM_WORLD, xr::HostArray::of(std::span<const T>(mine)), op);
+      INFO(what << ", " << xr::to_string(op) << " of " << xr::to_string(xr::dtype_of<T>) << ", weight " << w
+                << ": got " << got.result.value.to_string() << " at " << got.result.index << ", want "
+                << want.value.to_string() << " at " << want.index);
+      CHECK(got.result.value.same_bits(want.value));
+      CHECK(dist.value.same_bits(want.value));
+      CHECK(got.result.n == whole.size());
+      if (op == xr::Op::MinMax) {
+        CHECK(got.result.maximum.same_bits(want.maximum));
+        CHECK(dist.maximum.same_bits(want.maximum));
+      } else {
+        CHECK(got.result.index == want.index);
+        CHECK(dist.index == want.index);
+      }
+    }
   }
+}
+
+}  // namespace
+
+TEST_CASE("argmin, argmax and minmax across ranks: one process's value, global index and bounds") {
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, mixed());
+  const std::size_t n = 100003;
+  // Ties: the extremes at several places, in different ranks' parts under most partitions; the
+  // smallest global index wins.
+  auto ties = generated<float>(n, xr::Dist::Uniform, 21);
+  for (std::size_t i : {std::size_t{5}, n / 3, n / 2, n - 2}) ties[i] = 7.0f;
+  for (std::size_t i : {std::size_t{9}, n / 4, n - 1}) ties[i] = -7.0f;
+  check_pair_ops(reducer, ties, "ties across ranks");
+  // NaN: the first NaN wins argmin and argmax, and minmax is NaN, wherever the NaNs sit.
+  auto nans = generated<double>(n, xr::Dist::Normal, 22);
+  for (std::size_t i : {n / 2 + 1, n - 5}) nans[i] = std::numeric_limits<double>::quiet_NaN();
+  check_pair_ops(reducer, nans, "NaN after the middle");
+  // Signed zeros only: which zero is kept follows the input order.
+  std::vector<double> zeros(n);
+  for (std::size_t i = 0; i < n; ++i) zeros[i] = i % 3 ? 0.0 : -0.0;
+  check_pair_ops(reducer, zeros, "signed zeros");
+  // Integers, and 16-bit floats (compared in f32).
+  check_pair_ops(reducer, generated<std::int32_t>(n, xr::Dist::Uniform, 23), "int32");
+  check_pair_ops(reducer, generated<std::uint8_t>(n, xr::Dist::Uniform, 24), "uint8, many ties");
+  check_pair_ops(reducer, generated<xr::f16>(n, xr::Dist::Special, 25), "f16 with specials");
 }
 
 TEST_CASE("a file's slices: each rank streams its own byte range") {

@@ -52,6 +52,25 @@ TEST_CASE("exact sums: the bits of one process on 1, 2, 3 and 4 ranks, generated
   }
 }
 
+TEST_CASE("argmin, argmax and minmax: one process's value, global index and max on 1 to 4 ranks") {
+  for (const char* op : {"argmin", "argmax", "minmax"}) {
+    const std::string args = std::string(" -b omp --json --repeat 1 --warmup 0 --dist normal --n 1000003 --op ") + op;
+    const Run one = cli(args);
+    REQUIRE_MESSAGE(one.code == 0, one.out);
+    const nlohmann::json want = nlohmann::json::parse(one.out).at(0);
+    const bool arg = std::string(op) != "minmax";
+    for (int ranks = 1; ranks <= 4; ++ranks) {
+      const Run r = mpirun("-n " + std::to_string(ranks) + " " + cli_path() + args);
+      REQUIRE_MESSAGE(r.code == 0, r.out);
+      const nlohmann::json g = global(r);
+      CHECK(g.at("value").get<std::string>() == want.at("value").get<std::string>());
+      if (arg) CHECK(g.at("index").get<std::int64_t>() == want.at("index").get<std::int64_t>());
+      else CHECK(g.at("maximum").get<std::string>() == want.at("maximum").get<std::string>());
+      CHECK(g.at("agrees").get<bool>());
+    }
+  }
+}
+
 TEST_CASE("MPMD: OpenMP and OpenCL ranks, one of them holding nothing, agree with the distributed reference") {
   const std::string common = " --n 300007 --repeat 2 --warmup 1 --json";
   for (const char* op : {"sum --exact", "max", "min --type i64", "prod --type i32 --dist exact_product"}) {

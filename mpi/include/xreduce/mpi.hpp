@@ -11,6 +11,8 @@
 // How each op combines (the semantics of xreduce/semantics.hpp hold for the whole input):
 //   integer sums and products  exact, wrapping as one process would (a custom commutative MPI_Op)
 //   min, max                   a custom MPI_Op that keeps NaN (MPI_MIN and MPI_MAX do not), in rank order
+//   argmin, argmax, minmax     the same, each rank's index moved by the counts of the ranks before it:
+//                              Result::index is the global index (Result::maximum the max), as one process
 //   float sums and products    the ranks' values combined in rank order on every rank, so the value does
 //                              not depend on MPI's reduction tree; Result::rounding_depth bounds it
 //   exact float sums           the ranks' ExactSum states merged by a custom commutative MPI_Op: the same
