@@ -352,6 +352,114 @@ TEST_CASE("argmin, argmax and minmax across ranks: one process's value, global i
   check_pair_ops(reducer, generated<xr::f16>(n, xr::Dist::Special, 25), "f16 with specials");
 }
 
+namespace {
+
+// Every rank's send buffer, computable on every rank: rank r's values are generated from seed + r.
+template <class T> std::vector<T> send_of(int r, std::size_t count, xr::Dist dist, std::uint64_t seed) {
+  return generated<T>(count, dist, seed + static_cast<std::uint64_t>(r));
+}
+
+// allreduce against what it promises, computed here from every rank's buffer: the fold of the
+// ranks' values in rank order in the compute type, rounded once; exact sums through ExactSum.
+// `order[r]` is the rank whose buffer rank r sends (exact sums: any order gives the same bits).
+template <class T>
+void check_allreduce(xr::Op op, bool exact, std::size_t count, xr::Dist dist, const std::vector<int>& order) {
+  const int rank = world_rank(), size = world_size();
+  const std::uint64_t seed = 40 + static_cast<std::uint64_t>(op) * 8;
+  std::vector<std::vector<T>> all;
+  for (int r = 0; r < size; ++r) all.push_back(send_of<T>(order[static_cast<std::size_t>(r)], count, dist, seed));
+  xr::RunOptions o;
+  o.exact = exact;
+  std::vector<T> got(count);
+  xr::mpi::allreduce(MPI_COMM_WORLD, std::span<const T>(all[static_cast<std::size_t>(rank)]), std::span<T>(got), op, o);
+  std::vector<T> in_place = all[static_cast<std::size_t>(rank)];
+  xr::mpi::allreduce(MPI_COMM_WORLD, in_place.data(), in_place.data(), count, xr::dtype_of<T>, op, o);
+  std::size_t wrong = 0, first_wrong = count;
+  for (std::size_t i = 0; i < count; ++i) {
+    using C = xr::compute_t<T>;
+    C acc = static_cast<C>(all[0][i]);
+    xr::visit_fold(op, [&](auto fn) {
+      for (int r = 1; r < size; ++r) acc = decltype(fn)::apply(acc, static_cast<C>(all[static_cast<std::size_t>(r)][i]));
+    });
+    T want = static_cast<T>(acc);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (exact) {
+        xr::ExactSum s;
+        for (int r = 0; r < size; ++r) s.add(all[static_cast<std::size_t>(r)][i]);
+        want = static_cast<T>(std::is_same_v<T, float> ? s.to_float() : s.to_double());
+      }
+    }
+    const bool same = xr::Scalar::of(got[i]).same_bits(xr::Scalar::of(want)) &&
+                      xr::Scalar::of(in_place[i]).same_bits(xr::Scalar::of(want));
+    if (!same && wrong++ == 0) first_wrong = i;
+  }
+  INFO(xr::to_string(op) << " of " << count << " " << xr::to_string(xr::dtype_of<T>) << (exact ? ", exact" : "")
+                         << ", " << xr::to_string(dist) << ": first wrong element " << first_wrong);
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("allreduce: every fold and type, element by element, in place or not") {
+  std::vector<int> ranks(static_cast<std::size_t>(world_size()));
+  for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = static_cast<int>(r);
+  for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{10007}}) {
+    for (xr::Op op : xr::fold_ops) {
+      check_allreduce<float>(op, false, count, xr::Dist::Normal, ranks);
+      check_allreduce<double>(op, false, count, xr::Dist::Special, ranks);
+      check_allreduce<std::int32_t>(op, false, count, op == xr::Op::Prod ? xr::Dist::ExactProduct : xr::Dist::Uniform, ranks);
+      check_allreduce<std::uint8_t>(op, false, count, xr::Dist::Uniform, ranks);
+      check_allreduce<xr::f16>(op, false, count, xr::Dist::Normal, ranks);
+      check_allreduce<xr::bf16>(op, false, count, xr::Dist::Special, ranks);
+    }
+  }
+}
+
+TEST_CASE("allreduce, exact: the correctly rounded sum of the ranks' values, for any order of the ranks") {
+  const int size = world_size();
+  std::vector<int> order(static_cast<std::size_t>(size));
+  for (int shift = 0; shift < size; ++shift) {  // every rotation of the ranks' buffers
+    for (int r = 0; r < size; ++r) order[static_cast<std::size_t>(r)] = (r + shift) % size;
+    for (xr::Dist dist : {xr::Dist::Cancel, xr::Dist::Wide, xr::Dist::Special}) {
+      check_allreduce<float>(xr::Op::Sum, true, 20011, dist, order);
+      check_allreduce<double>(xr::Op::Sum, true, 20011, dist, order);
+    }
+  }
+  // More elements than one round moves (2^22), with few ranks' values each.
+  std::vector<int> ranks(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) ranks[static_cast<std::size_t>(r)] = r;
+  check_allreduce<float>(xr::Op::Sum, true, (std::size_t{1} << 22) + 5, xr::Dist::Uniform, ranks);
+}
+
+TEST_CASE("allreduce: bad arguments and disagreeing ranks throw on every rank") {
+  const int rank = world_rank(), size = world_size();
+  std::vector<float> f(8, 1.0f), out(8);
+  std::vector<xr::f16> h(8, xr::f16(1.0f)), hout(8);
+  xr::RunOptions exact;
+  exact.exact = true;
+  CHECK_THROWS_WITH_AS(xr::mpi::allreduce(MPI_COMM_WORLD, std::span<const float>(f), std::span<float>(out), xr::Op::ArgMax),
+                       doctest::Contains("not element-wise"), xr::InvalidArgument);
+  CHECK_THROWS_WITH_AS(xr::mpi::allreduce(MPI_COMM_WORLD, std::span<const xr::f16>(h), std::span<xr::f16>(hout),
+                                          xr::Op::Sum, exact),
+                       doctest::Contains("exact sums take f32 and f64"), xr::InvalidArgument);
+  CHECK_THROWS_AS(xr::mpi::allreduce(MPI_COMM_WORLD, nullptr, nullptr, 5, xr::DType::F32, xr::Op::Sum),
+                  xr::InvalidArgument);
+  if (size > 1) {
+    // The last rank asks for fewer elements, then for another op: every rank throws.
+    const std::size_t count = rank == size - 1 ? 7 : 8;
+    CHECK_THROWS_WITH_AS(xr::mpi::allreduce(MPI_COMM_WORLD, f.data(), out.data(), count, xr::DType::F32, xr::Op::Sum),
+                         doctest::Contains("the ranks disagree"), xr::InvalidArgument);
+    const xr::Op op = rank == size - 1 ? xr::Op::Max : xr::Op::Sum;
+    CHECK_THROWS_WITH_AS(xr::mpi::allreduce(MPI_COMM_WORLD, f.data(), out.data(), 8, xr::DType::F32, op),
+                         doctest::Contains("the ranks disagree"), xr::InvalidArgument);
+    // One rank's spans of different sizes: its error on every rank.
+    std::vector<float> short_out(rank == 0 ? 7 : 8);
+    CHECK_THROWS_WITH_AS(xr::mpi::allreduce(MPI_COMM_WORLD, std::span<const float>(f), std::span<float>(short_out),
+                                            xr::Op::Sum),
+                         doctest::Contains("rank 0 of"), xr::InvalidArgument);
+  }
+}
+
 TEST_CASE("a file's slices: each rank streams its own byte range") {
   const int rank = world_rank();
   const auto whole = generated<double>(300007, xr::Dist::Normal, 3);

@@ -41,12 +41,14 @@
 #include <string>
 #include <vector>
 
+#include "xreduce/error.hpp"
 #include "xreduce/export.hpp"
 #include "xreduce/reducer.hpp"
 #include "xreduce/reference.hpp"
 #include "xreduce/registry.hpp"
 #include "xreduce/result.hpp"
 #include "xreduce/source.hpp"
+#include "xreduce/types.hpp"
 
 namespace xr::mpi {
 
@@ -154,6 +156,28 @@ XR_API Part partition(MPI_Comm comm, std::uint64_t n, double weight = 1.0);
 // the exact sum rounded once, as in one process). Collective; the value is on every rank.
 XR_API Reference reference_reduce(MPI_Comm comm, HostArray local, Op op, Accumulator acc = Accumulator::Wide);
 XR_API Reference reference_reduce(MPI_Comm comm, ChunkSource& local, Op op, Accumulator acc = Accumulator::Wide);
+
+// The element-wise all-reduce of host buffers: recv[i] = op over the ranks' send[i], i < count, the
+// same on every rank; recv may be send (in place). Both hold `count` elements of `type`, as in
+// MPI_Allreduce (integer sums and products wrap in it). Ops: sum, prod, min, max. Each rank owns
+// a slice of the elements, gets every rank's values of it (MPI_Alltoallv), reduces them, and the
+// slices' results go to every rank (MPI_Allgatherv): a ring all-reduce's traffic. Min, max and
+// plain float sums and products fold the ranks' values in rank order (f16 and bf16 in f32,
+// rounded once), so the result depends on no algorithm or topology of the MPI library, only on
+// the order of the ranks. options.exact: each f32 and f64 sum is the correctly rounded sum of the
+// ranks' values, the same bits for any rank count and any order of the ranks. Collective;
+// failures as for reduce (a bad argument on any rank, or ranks that disagree on count, type, op
+// or exact mode, throw on every rank before any value moves).
+XR_API void allreduce(MPI_Comm comm, const void* send, void* recv, std::uint64_t count, DType type, Op op,
+                      const RunOptions& options = {});
+template <class T>
+void allreduce(MPI_Comm comm, std::span<const T> send, std::span<T> recv, Op op, const RunOptions& options = {}) {
+  agree(comm, send.size() == recv.size() ? nullptr
+                                         : std::make_exception_ptr(InvalidArgument(
+                                               "mpi: allreduce: send has " + std::to_string(send.size()) +
+                                               " elements, recv " + std::to_string(recv.size()))));
+  allreduce(comm, send.data(), recv.data(), send.size(), dtype_of<T>, op, options);
+}
 
 // The rank's index among the ranks of its node (MPI_COMM_TYPE_SHARED), and how many there are.
 XR_API int node_rank(MPI_Comm comm);
