@@ -3,6 +3,7 @@
 // every rank gathers the slices' results (one MPI_Allgatherv): the traffic of a ring all-reduce,
 // and a result that depends on no algorithm or topology of the MPI library.
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -61,6 +62,28 @@ template <class T, class Fn> T fold_in_rank_order(const T* v, std::size_t ranks,
   return static_cast<T>(acc);
 }
 template <class T> T exact_sum(const T* v, std::size_t ranks, std::size_t stride, ExactSum& sum) {
+  if constexpr (std::is_same_v<T, float>) {
+    // The double sum of the floats is exact when every partial sum stays within 53 bits: the
+    // nonzero values' binary32 exponents span d binades, each is a multiple of the ulp of the
+    // lowest, and ranks of them need d + 24 + ceil(log2 ranks) bits. Rounded once to float, it
+    // is then the correctly rounded sum; with inf or NaN the double sum gives the exact sum's
+    // inf or NaN (no finite partial sum of floats overflows a double), and zeros keep their sign
+    // as the exact sum's (-0 only when every term is -0).
+    double s = v[0];
+    std::uint32_t lowest = 255, highest = 0;
+    for (std::size_t r = 0; r < ranks; ++r) {
+      const float x = v[r * stride];
+      if (r > 0) s += x;
+      const std::uint32_t e = (std::bit_cast<std::uint32_t>(x) >> 23) & 0xffu;
+      if (std::bit_cast<std::uint32_t>(x) << 1 != 0) {
+        lowest = std::min(lowest, std::max(e, 1u));
+        highest = std::max(highest, e);
+      }
+    }
+    const int width = static_cast<int>(std::bit_width(ranks - 1));  // ceil(log2 ranks)
+    if (highest == 255 || highest < lowest || static_cast<int>(highest - lowest) + 24 + width <= 53)
+      return static_cast<float>(s);
+  }
   sum.clear();
   for (std::size_t r = 0; r < ranks; ++r) sum.add(v[r * stride]);
   if constexpr (std::is_same_v<T, float>) return sum.to_float();

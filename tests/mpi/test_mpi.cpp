@@ -425,6 +425,19 @@ TEST_CASE("allreduce, exact: the correctly rounded sum of the ranks' values, for
       check_allreduce<double>(xr::Op::Sum, true, 20011, dist, order);
     }
   }
+  // A double sum that lands on a float tie: 1 + 2^-24 + 2^-34 (1 + 2^-23) - 2^-34 is 1 + 2^-24 +
+  // 2^-57, above the tie, but in doubles the 2^-57 is lost before the -2^-34 comes: a double sum
+  // rounded to float would give 1. Four ranks, 34 binades apart: more than 53 bits.
+  if (size == 4) {
+    const float mine[4] = {1.0f, std::ldexp(1.0f, -24), std::ldexp(1.0f + std::ldexp(1.0f, -23), -34),
+                           -std::ldexp(1.0f, -34)};
+    const float x = mine[world_rank()], neg = -x;
+    float got = 0, got_neg = 0;
+    xr::mpi::allreduce(MPI_COMM_WORLD, &x, &got, 1, xr::DType::F32, xr::Op::Sum, exact_options());
+    xr::mpi::allreduce(MPI_COMM_WORLD, &neg, &got_neg, 1, xr::DType::F32, xr::Op::Sum, exact_options());
+    CHECK(got == std::nextafter(1.0f, 2.0f));
+    CHECK(got_neg == -std::nextafter(1.0f, 2.0f));
+  }
   // More elements than one round moves (2^22), with few ranks' values each.
   std::vector<int> ranks(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) ranks[static_cast<std::size_t>(r)] = r;
