@@ -6,9 +6,9 @@
 // of 8 elements a thread, every thread tests its own elements against it (inside, or zero) and
 // sums them exactly by construction (f32, bf16: plain double sums; f64: sigma extraction into a
 // high and a low double; f16, whose whole range is one window: two wrapping 32-bit integers
-// read off FP32 adds); one vote decides the tile. Only a tile
-// that fails somewhere in the warp (no window yet, an element above the window or far below it,
-// inf/NaN, a full count) takes the warp max of its keys and may move the window. Before a sum
+// read off FP32 adds); one vote decides the tile. Only a tile that fails somewhere in the warp
+// (no window yet, an element above the window or far below it, inf/NaN, a full count) takes
+// the warp max of its keys and may move the window. Before a sum
 // could stop being exact, the warp converts the sums to integers on the window's grid, adds them
 // across the warp, and lane 0 adds the result to the block's carry-save superaccumulator in
 // shared memory (68 x int64, the xr::ExactSum layout) with 64-bit shared atomics. Elements
