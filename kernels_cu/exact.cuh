@@ -8,14 +8,14 @@
 // high and a low double; f16, whose whole range is one window: two wrapping 32-bit integers
 // read off FP32 adds); one vote decides the tile. Only a tile that fails somewhere in the warp
 // (no window yet, an element above the window or far below it, inf/NaN, a full count) takes
-// the warp max of its keys and may move the window. Before a sum
-// could stop being exact, the warp converts the sums to integers on the window's grid, adds them
-// across the warp, and lane 0 adds the result to the block's carry-save superaccumulator in
-// shared memory (68 x int64, the xr::ExactSum layout) with 64-bit shared atomics. Elements
-// below the window, inf/NaN and near-overflow f64 elements are added one by one as 32-bit digits
-// (the ExactSum split). At the end the block normalises its state and adds it limb-wise to a
-// global state with 64-bit atomics; the last block (ticket) moves the global state to `out`,
-// zeroes it for the next launch and, when asked, rounds it into `value` on the device.
+// the warp max of its keys and may move the window. Before a sum could stop being exact, the
+// warp converts the sums to integers on the window's grid, adds them across the warp, and lane
+// 0 adds the result to the block's carry-save superaccumulator in shared memory (68 x int64,
+// the xr::ExactSum layout) with 64-bit shared atomics. Elements below the window, inf/NaN and
+// near-overflow f64 elements are added one by one as 32-bit digits (the ExactSum split). At
+// the end the block normalises its state and adds it limb-wise to a global state with 64-bit
+// atomics; the last block (ticket) moves the global state to `out`, zeroes it for the next
+// launch and, when asked, rounds it into `value` on the device.
 #pragma once
 
 #include <bit>
