@@ -41,12 +41,11 @@ std::string_view to_string(Accumulator acc) { return acc == Accumulator::Wide ? 
 
 Op parse_op(std::string_view text) {
   const std::string key = lower(text);
-  std::string accepted;
-  for (std::size_t row = 0; row < std::size(op_table); ++row) {
-    const OpInfo& o = op_table[row];
+  for (const OpInfo& o : op_table)
     if (key == o.name || spelled_as(o.aliases, key)) return o.op;
-    accepted += (row == 0 ? "" : row + 1 == std::size(op_table) ? " or " : ", ") + std::string(o.name);
-  }
+  std::string accepted;  // the message alone builds the list: a parse sits on every call's path
+  for (std::size_t row = 0; row < std::size(op_table); ++row)
+    accepted += (row == 0 ? "" : row + 1 == std::size(op_table) ? " or " : ", ") + std::string(op_table[row].name);
   throw InvalidArgument("unknown op '" + printable(text) + "' (expected " + accepted + ")");
 }
 
@@ -98,13 +97,12 @@ DType parse_dtype(std::string_view text) {
       {"int8", DType::I8},     {"uint8", DType::U8},  {"uint32", DType::U32},  {"uint64", DType::U64},
       {"float16", DType::F16}, {"half", DType::F16},  {"bfloat16", DType::BF16}};
   const std::string key = lower(text);
-  std::string accepted;
-  for (const TypeInfo& t : type_table) {
+  for (const TypeInfo& t : type_table)
     if (key == t.name) return t.type;
-    accepted += (accepted.empty() ? "" : ", ") + std::string(t.name);
-  }
   for (const auto& [name, value] : aliases)
     if (key == name) return value;
+  std::string accepted;
+  for (const TypeInfo& t : type_table) accepted += (accepted.empty() ? "" : ", ") + std::string(t.name);
   throw InvalidArgument("unknown type '" + printable(text) + "' (expected " + accepted + ")");
 }
 
