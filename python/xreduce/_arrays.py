@@ -76,16 +76,34 @@ class _Array(NamedTuple):
     library: str       # "numpy", "torch", "cupy", "jax", ... : the module the array came from
 
 
+_LIBRARY_OF_TYPE: dict = {}  # type -> its top-level module's name, filled as types come
+
+
 def _library(x) -> str:
-    return type(x).__module__.split(".")[0]
+    kind = type(x)
+    library = _LIBRARY_OF_TYPE.get(kind)
+    if library is None:
+        library = _LIBRARY_OF_TYPE[kind] = kind.__module__.split(".")[0]
+    return library
+
+
+_torch_raw_stream = None  # torch's current raw stream of a device, found on first use
+
+
+def _torch_stream(device_id: int) -> int:
+    global _torch_raw_stream
+    if _torch_raw_stream is None:
+        import torch
+        # What current_stream() reads, without making the stream object (older PyTorch: with it).
+        _torch_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+            (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _torch_raw_stream(device_id)
 
 
 def _caller_stream(x, library: str, device_id: int) -> int:
     """The stream the caller's library is working on: where the reduction is ordered."""
     if library == "torch":
-        import torch
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what current_stream() reads, without the object
-        return raw(device_id) if raw is not None else torch.cuda.current_stream(device_id).cuda_stream
+        return _torch_stream(device_id)
     if library == "cupy":
         import cupy
         with cupy.cuda.Device(device_id):
@@ -101,8 +119,8 @@ def _acquire_torch_cuda(x):
     """A CUDA tensor through its own attributes: the pointer, shape and strides its DLPack capsule
     holds, at a fraction of a capsule's cost (a call of a few microseconds matters on a GPU).
     None where DLPack must speak (types xreduce does not reduce, negated views)."""
-    import torch
     if not _TORCH_TYPES:
+        import torch
         for name, dtype in (("int8", "i8"), ("uint8", "u8"), ("int32", "i32"), ("uint32", "u32"), ("int64", "i64"),
                             ("uint64", "u64"), ("float16", "f16"), ("bfloat16", "bf16"), ("float32", "f32"),
                             ("float64", "f64")):
@@ -113,8 +131,8 @@ def _acquire_torch_cuda(x):
         return None
     _require_cuda()
     device_id = x.get_device()
-    return _Array(x, x.data_ptr(), tuple(x.shape), tuple(x.stride()), dtype, _KDL_CUDA, device_id,
-                  _caller_stream(x, "torch", device_id), "torch")
+    return _Array(x, x.data_ptr(), tuple(x.shape), x.stride(), dtype, _KDL_CUDA, device_id, _torch_stream(device_id),
+                  "torch")
 
 
 def _acquire(x) -> _Array:
@@ -237,17 +255,18 @@ class _Plan(NamedTuple):
 
 def _plan(a: _Array, axis, op: str) -> _Plan:
     ndim = len(a.shape)
-    if ndim > 2:
-        raise ValueError(f"xreduce reduces 1-D and 2-D arrays, not {ndim}-D; reshape the array (a view) first")
-    n = math.prod(a.shape)
-    if ndim == 0:
-        return _Plan("flat", 1)
-    if ndim == 1:
+    if ndim == 1:  # first: the common case
+        n = a.shape[0]
         if a.strides[0] == 1 or n <= 1:
             return _Plan("flat", n)
         if a.strides[0] <= 0:
             raise _not_in_place(op, a)
         return _Plan("matrix", n, n, 1, a.strides[0], "C", 0)
+    if ndim > 2:
+        raise ValueError(f"xreduce reduces 1-D and 2-D arrays, not {ndim}-D; reshape the array (a view) first")
+    if ndim == 0:
+        return _Plan("flat", 1)
+    n = math.prod(a.shape)
     m = _matrix(a)
     if axis is None:
         if _is_contiguous(a) or (_is_f_contiguous(a) and op not in ("argmin", "argmax")):

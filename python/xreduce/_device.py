@@ -49,11 +49,17 @@ _TORCH_NAMES = {"i8": "int8", "u8": "uint8", "i32": "int32", "u32": "uint32", "i
                 "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
 
 
+_TORCH_DTYPES: dict = {}  # xreduce type name -> torch dtype, made on first use
+
+
 def _torch_empty(a: _Array, shape, dtype: str):
     import torch
-    torch_dtype = getattr(torch, _TORCH_NAMES[dtype], None)  # uint32 and uint64 came with PyTorch 2.3
+    torch_dtype = _TORCH_DTYPES.get(dtype)
     if torch_dtype is None:
-        raise TypeError(f"this PyTorch has no {_TORCH_NAMES[dtype]} tensors for xreduce's {dtype} results")
+        torch_dtype = getattr(torch, _TORCH_NAMES[dtype], None)  # uint32 and uint64 came with PyTorch 2.3
+        if torch_dtype is None:
+            raise TypeError(f"this PyTorch has no {_TORCH_NAMES[dtype]} tensors for xreduce's {dtype} results")
+        _TORCH_DTYPES[dtype] = torch_dtype
     if isinstance(a.keep, torch.Tensor):  # its own device, without parsing one
         t = a.keep.new_empty(shape, dtype=torch_dtype)
     else:
@@ -136,6 +142,16 @@ def _device_scalar(a: _Array, value, dtype: str):
     return scalar(a, value, dtype) if scalar is not None else _host_scalar(value, dtype)
 
 
+_RESULT_DTYPES: dict = {}  # (op, type) -> the result's type name, asked of the library once
+
+
+def _result_dtype(op: str, dtype: str) -> str:
+    found = _RESULT_DTYPES.get((op, dtype))
+    if found is None:
+        found = _RESULT_DTYPES[(op, dtype)] = _xreduce.result_dtype(op, dtype)
+    return found
+
+
 def _flat_async(a: _Array, n: int, op: str, exact: bool, kernel: str) -> list:
     """A whole array, reduced on the caller's stream into device memory: the results as 0-d views
     of one record (xreduce/cuda.hpp: argmin and argmax write (value, int64 index), minmax (min, max)).
@@ -144,7 +160,7 @@ def _flat_async(a: _Array, n: int, op: str, exact: bool, kernel: str) -> list:
         record, ptr = _device_empty(a, 2, "i64")
         _xreduce.cuda_reduce_async(a.data, n, a.dtype, op, ptr, a.stream, exact, kernel)
         return [record[1]]
-    dtype = _xreduce.result_dtype(op, a.dtype)
+    dtype = _result_dtype(op, a.dtype)
     record, ptr = _device_empty(a, 2 if op == "minmax" else (), dtype)
     _xreduce.cuda_reduce_async(a.data, n, a.dtype, op, ptr, a.stream, exact, kernel)
     return [record[0], record[1]] if op == "minmax" else [record]
@@ -177,7 +193,7 @@ def _segment_results(a: _Array, count: int, op: str):
             return records, ptr, lambda r: [r[2::4]]
         records, ptr = _device_empty(a, 2 * count, "i64")
         return records, ptr, lambda r: [r[1::2]]
-    dtype = _xreduce.result_dtype(op, a.dtype)
+    dtype = _result_dtype(op, a.dtype)
     if op == "minmax":
         records, ptr = _device_empty(a, 2 * count, dtype)
         return records, ptr, lambda r: [r[0::2], r[1::2]]

@@ -7,6 +7,7 @@
 
 #include "kernels_cu/exact.cuh"
 #include "check.hpp"
+#include "ladder.hpp"
 #include "xreduce/error.hpp"
 
 namespace xr::cuda::detail {
@@ -62,10 +63,8 @@ template <class T> std::uint64_t resolve_grid(std::uint64_t grid, unsigned block
                             std::to_string(kMaxGrid) + ")");
     return grid;
   }
-  int per_sm = 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ke::k_exact_sum<T>, static_cast<int>(block), 0),
-        "cudaOccupancyMaxActiveBlocksPerMultiprocessor(exact sum)");
-  const std::uint64_t full = std::uint64_t(ws.sm_count()) * std::uint64_t(std::max(per_sm, 1));
+  const int per_sm = blocks_per_sm(reinterpret_cast<const void*>(&ke::k_exact_sum<T>), block, 0, ws.device());
+  const std::uint64_t full = std::uint64_t(ws.sm_count()) * std::uint64_t(per_sm);
   constexpr std::uint64_t per_thread = ke::kPerThread<T>;
   const std::uint64_t needed = (n + std::uint64_t(block) * per_thread - 1) / (std::uint64_t(block) * per_thread);
   return std::clamp<std::uint64_t>(needed, 1, full);
