@@ -49,7 +49,7 @@ fi
 venv=${XR_VENV:-.venv}
 start=$SECONDS
 [[ -x $venv/bin/python ]] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest hypothesis ml_dtypes
+"$venv/bin/python" -m pip install -q --disable-pip-version-check nanobind scikit-build-core numpy pytest hypothesis ml_dtypes mpi4py
 echo "setup: python packages: $((SECONDS - start)) s"
 
 build=${XR_BUILD_DIR:-build}
