@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "short_exact.hpp"
 #include "xreduce/half.hpp"
 
 namespace xr::kern::seg {
@@ -86,6 +87,31 @@ __global__ void __launch_bounds__(32 * kExactPieceWarps)
   long long* out = words + p * kWords;
   for (int i = static_cast<int>(lane); i < Tr::limbs; i += 32) out[i] = static_cast<long long>(L[i]);
   if (lane == 0) out[Tr::limbs] = static_cast<long long>(flags | (piece.count > 0 ? kFlagAny : 0u));
+}
+
+// Exact sums of the columns of a short matrix (at most kShortExactRows rows), a thread a column
+// (core/src/short_exact.hpp): each thread walks down its column, `stride` apart, so that a warp
+// reads 32 neighbouring values a row. A column whose terms span too many binades is counted in
+// *missed_count and listed in missed (its first `capacity` entries), its value left to the pieces
+// path.
+template <class T>
+__global__ void k_exact_short_columns(const T* __restrict__ data, unsigned long long cols, unsigned long long rows,
+                                      unsigned long long stride, xr::compute_t<T>* __restrict__ out,
+                                      unsigned long long* __restrict__ missed_count,
+                                      unsigned long long* __restrict__ missed, unsigned long long capacity) {
+  using C = xr::compute_t<T>;
+  for (unsigned long long k = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; k < cols;
+       k += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    const T* column = data + k;
+    C value;
+    if (xr::detail::short_exact_sum([&](unsigned long long r) { return static_cast<C>(column[r * stride]); }, rows,
+                                    value)) {
+      out[k] = value;
+    } else {
+      const unsigned long long slot = atomicAdd(missed_count, 1ull);
+      if (slot < capacity) missed[slot] = k;
+    }
+  }
 }
 
 }  // namespace xr::kern::seg

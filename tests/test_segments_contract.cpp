@@ -93,8 +93,11 @@ TEST_CASE("exact sums per segment: bit for bit the host ExactSum, rows, columns 
   // longer than a piece, a small Fortran-order matrix.
   const std::vector<Axis> every_axes = {{{300, 77, 80}, 0}, {{300, 77, 80}, 1}, {{77, 300, 0, Order::Fortran}, 0},
                              {{77, 300, 0, Order::Fortran}, 1}};
-  const std::vector<Axis> auto_axes = {{{300, 70}, 1}, {{3, 140000}, 1}, {{70000, 3}, 0}, {{50, 60, 0, Order::Fortran}, 0},
-                            {{50, 60, 0, Order::Fortran}, 1}};
+  // Columns of at most 64 rows (each summed in a 128-bit integer where the backend can: those
+  // spanning too many binades, as most of Wide f64's do, through pieces), and of 65 rows.
+  const std::vector<Axis> auto_axes = {{{300, 70}, 1},   {{3, 140000}, 1}, {{70000, 3}, 0},          {{50, 60, 0, Order::Fortran}, 0},
+                                       {{50, 60, 0, Order::Fortran}, 1}, {{1, 2000}, 0}, {{5, 3001}, 0}, {{64, 1500, 1501}, 0},
+                                       {{65, 200}, 0}};
   // 140000 columns of 3 and 70000 rows of 3: many short values, each rounded once; auto on
   // cancelling sums.
   const std::vector<Axis> many = {{{3, 140000}, 0}, {{70000, 3}, 1}};
@@ -131,6 +134,37 @@ TEST_CASE("exact sums per segment: bit for bit the host ExactSum, rows, columns 
       if (d == Dist::Cancel)
         for (const Axis& a : many) run_axis(a, data, d, {"auto"});
     }
+  }
+  // Columns whose sums lie on a tie of the result type or just beside one, from terms 24 to 60
+  // binades apart: a short column's f32 terms summed in a double must not round there first
+  // (2 + 2^-23 + 2^-52, from terms 29 binades apart, is 2 + 2^-22: the double would round it to
+  // 2 + 2^-23, and that tie to 2), and the 128-bit sum rounds ties to even.
+  const auto p2 = [](int e) { return std::ldexp(1.0, e); };
+  const std::vector<std::vector<double>> f32_columns = {
+      {1, 1 + p2(-23), -p2(-29), p2(-29) + p2(-52)},  // 2 + 2^-22
+      {1, p2(-24)},                                   // a tie: 1
+      {1 + p2(-23), p2(-24)},                         // a tie: 1 + 2^-22
+      {1, p2(-24), p2(-60)},                          // above a tie: 1 + 2^-23
+      {1, p2(-24), -p2(-60)},                         // below it: 1
+      {-1, -p2(-24), -p2(-60)},                       // -(1 + 2^-23)
+      {p2(127) * (2 - p2(-23)), p2(103)},             // FLT_MAX + half its ulp: inf
+      {p2(127) * (2 - p2(-23)), p2(103) - p2(79)},    // just under: FLT_MAX
+      {p2(-149), p2(-149), -p2(-149)},                // the smallest subnormal
+  };
+  const std::vector<std::vector<double>> f64_columns = {
+      {1, p2(-53)}, {1 + p2(-52), p2(-53)}, {1, p2(-53), p2(-100)}, {1, p2(-53), -p2(-100)},
+      {-1, p2(-53), -p2(-80)}, {p2(-1074), p2(-1074)}, {p2(1023) * (2 - p2(-52)), p2(970)},
+  };
+  for (const auto& [t, columns] : {std::pair{DType::F32, f32_columns}, std::pair{DType::F64, f64_columns}}) {
+    const u64 rows = 4, cols = columns.size();
+    HostBuffer data(t, rows * cols);
+    for (u64 k = 0; k < cols; ++k)
+      for (u64 r = 0; r < rows; ++r) {
+        const double v = r < columns[k].size() ? columns[k][r] : -0.0;
+        if (t == DType::F32) data.as<float>()[r * cols + k] = static_cast<float>(v);
+        else data.as<double>()[r * cols + k] = v;
+      }
+    run_axis({{rows, cols}, 0}, data, Dist::Special, {"auto"});
   }
 }
 

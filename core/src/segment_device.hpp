@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <span>
 #include <type_traits>
 #include <string>
@@ -141,6 +142,19 @@ class SegmentDevice {
   // memory). f16 and bf16 pieces have the states of their values widened to f32.
   virtual SegmentOutcome exact_pieces(Memory data, std::uint64_t n, DType type, std::span<const ExactPiece> pieces,
                                       std::int64_t* words, const RunOptions& options) = 0;
+  // Exact sums of the columns of a short matrix (layout: Columns of at most kShortExactRows rows,
+  // short_exact.hpp), each column in one 128-bit integer rounded where it is: result_dtype(Sum,
+  // type) values into `out` (host memory for host calls, the device's for device calls), except
+  // the columns whose terms span too many binades for it, whose indices go to `missed` (any
+  // order) for the pieces path. data as for exact_pieces. nullopt where the backend has no such
+  // kernel for this data and out: core then sums every column through pieces.
+  virtual std::optional<SegmentOutcome> exact_short_columns(Memory data, std::uint64_t n, DType type,
+                                                            const SegmentLayout& layout, Memory out,
+                                                            std::vector<std::uint64_t>& missed,
+                                                            const RunOptions& options) {
+    (void)data, (void)n, (void)type, (void)layout, (void)out, (void)missed, (void)options;
+    return std::nullopt;
+  }
   // Copies between the device's memory and the host, in order with the work enqueued before, and
   // waits for them; the copy's time in ms. A host-memory device (OpenMP) copies with memcpy.
   virtual double read(Memory from, void* to, std::uint64_t bytes) = 0;

@@ -11,6 +11,7 @@
 
 #include "pipeline.hpp"
 #include "segment_device.hpp"
+#include "short_exact.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/reference.hpp"
 #include "xreduce/segments.hpp"
@@ -267,6 +268,10 @@ struct Call {
   std::uint64_t budget;  // elements one job may hold
   Tally tally;
   unsigned char* out;
+  // Device calls: where their exact values go in the device's memory. Short columns are rounded
+  // there directly (exact_out_written), where the pieces' values are written after, from `out`.
+  Memory exact_out{};
+  bool exact_out_written = false;
 
   SegmentOutcome job(Memory data, std::uint64_t n, const SegmentLayout& l, void* dst) {
     SegmentJob j;
@@ -423,7 +428,64 @@ class ExactSink {
   std::uint64_t base_ = 0;
 };
 
+// Columns of at most kShortExactRows rows, the whole matrix in one job: each column summed in a
+// 128-bit integer by the device where it has that (exact_short_columns), the columns whose terms
+// span too many binades for it through pieces, one piece each, rounded here. Whether it ran.
+bool run_short_exact_columns(Call& c) {
+  const SegmentLayout& l = c.layout;
+  if (l.kind != SegmentKind::Columns || l.length > static_cast<std::uint64_t>(kShortExactRows) || l.span() > c.budget)
+    return false;
+  const Memory data = c.window.get(0, l.span());
+  const Memory out = c.exact_out.handle ? c.exact_out : Memory::host(c.out);
+  std::vector<std::uint64_t> missed;
+  const std::optional<SegmentOutcome> o = c.device.exact_short_columns(data, l.span(), c.type, l, out, missed, c.options);
+  if (!o) return false;
+  c.tally.add(*o);
+  c.exact_out_written = out.on_device;
+  std::sort(missed.begin(), missed.end());
+  const int words = exact_piece_words(compute_dtype(c.type));
+  const std::size_t size = size_of(c.result_type);
+  constexpr std::size_t kBatch = std::size_t{1} << 16;
+  // Many missed columns on a device: its values come down, are patched and go back in one copy
+  // each way, rather than one small copy a column.
+  HostBuffer patched;
+  if (out.on_device && missed.size() > 1024) {
+    patched = HostBuffer(c.result_type, l.count);
+    c.tally.transfer_ms += c.device.read(out, patched.data(), patched.bytes());
+  }
+  std::vector<ExactPiece> pieces;
+  std::vector<std::int64_t> states;
+  for (std::size_t first = 0; first < missed.size(); first += kBatch) {
+    const std::size_t count = std::min(kBatch, missed.size() - first);
+    pieces.clear();
+    for (std::size_t i = 0; i < count; ++i)
+      pieces.push_back({static_cast<std::int64_t>(missed[first + i]), static_cast<std::int64_t>(l.length),
+                        static_cast<std::int64_t>(l.stride)});
+    states.resize(count * static_cast<std::size_t>(words));
+    c.tally.add(c.device.exact_pieces(data, l.span(), c.type, pieces, states.data(), c.options));
+    for (std::size_t i = 0; i < count; ++i) {
+      ExactSum sum;
+      merge_piece(sum, states.data() + i * static_cast<std::size_t>(words), compute_dtype(c.type));
+      unsigned char value[sizeof(double)];
+      if (c.result_type == DType::F32) {
+        const float f = sum.to_float();
+        std::memcpy(value, &f, sizeof f);
+      } else {
+        const double d = sum.to_double();
+        std::memcpy(value, &d, sizeof d);
+      }
+      const std::uint64_t column = missed[first + i];
+      if (!out.on_device) std::memcpy(c.out + column * size, value, size);
+      else if (patched.bytes()) std::memcpy(static_cast<unsigned char*>(patched.data()) + column * size, value, size);
+      else c.tally.transfer_ms += c.device.write(value, out.at(column * size), size);
+    }
+  }
+  if (patched.bytes()) c.tally.transfer_ms += c.device.write(patched.data(), out, patched.bytes());
+  return true;
+}
+
 void run_exact(Call& c) {
+  if (run_short_exact_columns(c)) return;
   const SegmentLayout& l = c.layout;
   const int words = exact_piece_words(compute_dtype(c.type));
   // Batches of at most 2^18 pieces (46 MiB of f32 states, 145 MiB of f64 states), and of states
@@ -524,7 +586,10 @@ double run_call(Call& c, bool exact, Result& r, std::uint64_t& rounding_depth) {
   else run_runs(c);
   const double wall = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   r.kernel = c.tally.kernel;
-  r.finish = exact ? "exact pieces, merged and rounded on the host" : c.tally.finish;
+  r.finish = !exact ? c.tally.finish
+             : c.tally.kernel.find("short columns") != std::string::npos
+                 ? "each column in a 128-bit integer, rounded where it lies (a column spanning too many binades: pieces)"
+                 : "exact pieces, merged and rounded on the host";
   r.launches = c.tally.launches;
   r.kernel_ms = c.tally.kernel_ms;
   r.transfer_ms += c.tally.transfer_ms;
@@ -669,9 +734,9 @@ Result run_device_segments(SegmentDevice& device, std::string_view backend, cons
   } else if (exact) {
     HostBuffer values(result_type, layout.count);
     Call c{device, Window(call.data, call.type), call.op, call.type, result_type, options, layout,
-           std::numeric_limits<std::uint64_t>::max(), {}, static_cast<unsigned char*>(values.data())};
+           std::numeric_limits<std::uint64_t>::max(), {}, static_cast<unsigned char*>(values.data()), call.out};
     run_call(c, true, r, r.rounding_depth);
-    r.transfer_ms += device.write(values.data(), call.out, values.bytes());
+    if (!c.exact_out_written) r.transfer_ms += device.write(values.data(), call.out, values.bytes());
   } else {
     const SegmentOutcome o = device.reduce(job);
     r.kernel = o.kernel;

@@ -29,6 +29,11 @@ class Segments final : public xr::detail::SegmentDevice {
   xr::detail::SegmentOutcome exact_pieces(xr::detail::Memory data, std::uint64_t n, DType type,
                                           std::span<const xr::detail::ExactPiece> pieces, std::int64_t* words,
                                           const RunOptions& options) override;
+  // Device data and values only (host calls go through pieces, their data copied in jobs).
+  std::optional<xr::detail::SegmentOutcome> exact_short_columns(xr::detail::Memory data, std::uint64_t n, DType type,
+                                                                const SegmentLayout& layout, xr::detail::Memory out,
+                                                                std::vector<std::uint64_t>& missed,
+                                                                const RunOptions& options) override;
   double read(xr::detail::Memory from, void* to, std::uint64_t bytes) override;
   double write(const void* from, xr::detail::Memory to, std::uint64_t bytes) override;
 
@@ -41,6 +46,13 @@ class Segments final : public xr::detail::SegmentDevice {
 // float data into `words` (exact_piece_words(compute_dtype(type)) each); segments_exact.cu.
 void launch_exact_pieces(DType type, const void* data, const void* pieces, u64 count, std::int64_t* words,
                          cudaStream_t stream);
+
+// Exact sums of the columns (cols of `rows` <= kShortExactRows, `stride` apart) of float data into
+// out (compute_t values), the columns it cannot sum that way counted in *missed_count and the
+// first `capacity` of them listed in missed; segments_exact.cu.
+void launch_exact_short_columns(DType type, const void* data, u64 cols, u64 rows, u64 stride, void* out,
+                                unsigned long long* missed_count, unsigned long long* missed, u64 capacity,
+                                cudaStream_t stream);
 
 // The Segments of the device-pointer API for (device, stream), made on first use and kept.
 Segments& segment_device(int device, cudaStream_t stream);

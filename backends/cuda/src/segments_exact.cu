@@ -2,6 +2,7 @@
 // segments, word for word those of exact_piece_state (core/src/segment_device.hpp; f16 and bf16:
 // of their values widened to f32).
 #include <climits>
+#include <algorithm>
 #include <cstddef>
 
 #include "arith.hpp"
@@ -44,6 +45,24 @@ void launch_exact_pieces(DType type, const void* data, const void* pieces, u64 c
       throw InvalidArgument("cuda: exact pieces are of float types, not " + std::string(to_string(type)));
   });
   check_launch("k_exact_pieces");
+}
+
+void launch_exact_short_columns(DType type, const void* data, u64 cols, u64 rows, u64 stride, void* out,
+                                unsigned long long* missed_count, unsigned long long* missed, u64 capacity,
+                                cudaStream_t stream) {
+  if (cols == 0) return;
+  constexpr unsigned kBlock = 256;
+  const u64 grid = std::min<u64>(xr::detail::ceil_div(cols, kBlock), u64{1} << 20);  // grid-stride beyond
+  visit_dtype(type, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (is_float_v<T>)
+      ks::k_exact_short_columns<T><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(
+          static_cast<const T*>(data), cols, rows, stride, static_cast<compute_t<T>*>(out), missed_count, missed,
+          capacity);
+    else
+      throw InvalidArgument("cuda: exact sums are of float types, not " + std::string(to_string(type)));
+  });
+  check_launch("k_exact_short_columns");
 }
 
 }  // namespace xr::cuda::detail

@@ -12,6 +12,7 @@
 // f16 and bf16 compute in f32: their loads widen them (exactly), and the min and max go back to
 // the input type at the end.
 #include "segments.hpp"
+#include "short_exact.hpp"
 
 #include <omp.h>
 #if defined(__SSE2__)
@@ -549,6 +550,55 @@ SegmentOutcome Segments::exact_pieces(xr::detail::Memory memory, std::uint64_t, 
   o.launches = 1;
   o.kernel = options.kernel == "auto" ? "auto:exact pieces" : options.kernel + ":exact pieces";
   o.finish = "exact pieces";
+  return o;
+}
+
+// Each thread a band of columns, each column summed down its rows in a 128-bit integer and
+// rounded (short_exact.hpp); the columns that do not fit it are listed, in thread order.
+std::optional<SegmentOutcome> Segments::exact_short_columns(xr::detail::Memory memory, std::uint64_t, DType type,
+                                                            const SegmentLayout& l, xr::detail::Memory out,
+                                                            std::vector<std::uint64_t>& missed,
+                                                            const RunOptions& options) {
+  const int threads = team_size(options, l.elements() * size_of(type));
+  const auto columns = static_cast<std::int64_t>(l.count);
+  std::vector<std::vector<std::uint64_t>> missed_by(static_cast<std::size_t>(threads));
+  const auto sum_columns = [&](auto zero) {
+    using T = decltype(zero);
+    using C = compute_t<T>;
+    const T* x = static_cast<const T*>(memory.address());
+    C* values = static_cast<C*>(out.mutable_address());
+    RegionErrors errors;
+#pragma omp parallel num_threads(threads)
+    {
+      errors.enter(Region::OmpExactShortColumns);
+      std::vector<std::uint64_t>& mine = missed_by[static_cast<std::size_t>(omp_get_thread_num())];
+      mine.clear();
+#pragma omp for schedule(static)
+      for (std::int64_t k = 0; k < columns; ++k) {
+        const T* column = x + k;
+        const auto term = [&](std::uint64_t r) { return static_cast<C>(column[r * l.stride]); };
+        if (!xr::detail::short_exact_sum(term, l.length, values[k]))
+          errors.guard([&] { mine.push_back(static_cast<std::uint64_t>(k)); });
+      }
+    }
+    errors.rethrow();
+  };
+  std::vector<double> times;
+  for (int it = 0; it < options.warmup + options.repeat; ++it) {
+    const auto t0 = std::chrono::steady_clock::now();
+    visit_dtype(type, [&](auto zero) {
+      if constexpr (is_float_v<decltype(zero)>) sum_columns(zero);
+      else throw InvalidArgument("omp: exact sums are of float types, not " + std::string(to_string(type)));
+    });
+    if (it >= options.warmup) times.push_back(ms_since(t0));
+  }
+  for (const auto& part : missed_by) missed.insert(missed.end(), part.begin(), part.end());
+  SegmentOutcome o;
+  o.kernel_ms = median(times);
+  o.launches = 1;
+  o.kernel = options.kernel == "auto" ? "auto:exact short columns" : options.kernel + ":exact short columns";
+  o.finish = "each column in a 128-bit integer";
+  o.depth = 1;
   return o;
 }
 
