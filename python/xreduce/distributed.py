@@ -121,6 +121,18 @@ def _column_results(cols, op: str, exact: bool, dtype_name: str, widen, combine)
     return _FOLDS[op](cols, axis=0)
 
 
+def _slices(flat, ranks: int, zeros):
+    """(c, send): the length of each rank's slice, and the values padded to ranks * c elements
+    (a copy, made by zeros(count), only where their count is not a multiple of ranks)."""
+    n = flat.shape[0]
+    c = -(-n // ranks)
+    if c * ranks == n:
+        return c, flat
+    send = zeros(c * ranks)
+    send[:n] = flat
+    return c, send
+
+
 # ---- torch.distributed -------------------------------------------------------------------------
 
 def _torch_all_reduce(t, op: str, exact: bool, group):
@@ -146,11 +158,7 @@ def _torch_all_reduce(t, op: str, exact: bool, group):
     if n == 0:
         return t
     flat = t.view(-1)
-    c = -(-n // ranks)
-    send = flat
-    if c * ranks != n:
-        send = torch.zeros(c * ranks, dtype=t.dtype, device=t.device)
-        send[:n] = flat
+    c, send = _slices(flat, ranks, lambda k: torch.zeros(k, dtype=t.dtype, device=t.device))
     recv = torch.empty(c * ranks, dtype=t.dtype, device=t.device)
     # The values move as bytes: NCCL takes no 64-bit unsigned integers, and bytes are bytes.
     send, recv_values, recv = send.view(torch.uint8), recv, recv.view(torch.uint8)
@@ -200,7 +208,7 @@ def _mpi_all_reduce(a: np.ndarray, op: str, exact: bool, comm):
     from mpi4py import MPI
     comm = MPI.COMM_WORLD if comm is None else comm
     ranks = comm.Get_size()
-    problem = _problem(a.dtype.name, a.flags.c_contiguous and a.flags.writeable, op, exact)
+    problem = _problem(a.dtype.name, a.flags.c_contiguous, op, exact)
     if problem is None and not a.flags.writeable:
         problem = (ValueError, "x is read-only: it is reduced in place")
     _agree((a.size, a.dtype.name, op, bool(exact)), problem, comm.allgather)
@@ -208,11 +216,7 @@ def _mpi_all_reduce(a: np.ndarray, op: str, exact: bool, comm):
     if n == 0:
         return a
     flat = a.reshape(-1)
-    c = -(-n // ranks)
-    send = flat
-    if c * ranks != n:
-        send = np.zeros(c * ranks, dtype=a.dtype)
-        send[:n] = flat
+    c, send = _slices(flat, ranks, lambda k: np.zeros(k, dtype=a.dtype))
     recv = np.empty(c * ranks, dtype=a.dtype)
     comm.Alltoall([send.view(np.uint8), MPI.BYTE], [recv.view(np.uint8), MPI.BYTE])
     wide = np.float32 if a.dtype.itemsize == 2 and a.dtype.kind in "fV" else a.dtype

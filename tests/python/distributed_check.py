@@ -131,6 +131,11 @@ def check_errors(arrays) -> None:
         ("exact f16", lambda: all_reduce(arrays.of(np.zeros(3, np.float16)), "sum", exact=True, **arrays.kw),
          "rank 0: exact sums take float32 and float64"),
     ]
+    if arrays.name == "numpy":
+        frozen = np.zeros(4, np.float32)
+        frozen.flags.writeable = False
+        cases.append(("read-only", lambda: all_reduce(frozen), "rank 0: x is read-only"))
+        cases.append(("strided", lambda: all_reduce(np.zeros(8, np.float32)[::2]), "rank 0: x must be contiguous"))
     for what, call, message in cases:
         try:
             call()
