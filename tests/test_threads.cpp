@@ -78,7 +78,8 @@ template <class Body> std::vector<std::string> on_threads(Body body) {
 
 TEST_CASE("8 threads create their own reducers at once, the process's first use of the backend") {
   std::vector<std::vector<std::string>> failures(kThreads);
-  std::vector<bool> unavailable(kThreads, false);
+  // A byte a thread: vector<bool> packs the flags into shared words, whose writes race.
+  std::vector<unsigned char> unavailable(kThreads, 0);
   const auto errors = on_threads([&](unsigned t) {
     std::unique_ptr<Reducer> reducer;
     try {
