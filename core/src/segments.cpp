@@ -268,8 +268,8 @@ struct Call {
   std::uint64_t budget;  // elements one job may hold
   Tally tally;
   unsigned char* out;
-  // Device calls: where their exact values go in the device's memory. Short columns are rounded
-  // there directly (exact_out_written), where the pieces' values are written after, from `out`.
+  // Input in device memory: where its exact values go there. Short columns are rounded there
+  // directly (exact_out_written); the pieces' values are written after, from `out`.
   Memory exact_out{};
   bool exact_out_written = false;
 

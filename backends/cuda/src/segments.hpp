@@ -29,7 +29,7 @@ class Segments final : public xr::detail::SegmentDevice {
   xr::detail::SegmentOutcome exact_pieces(xr::detail::Memory data, std::uint64_t n, DType type,
                                           std::span<const xr::detail::ExactPiece> pieces, std::int64_t* words,
                                           const RunOptions& options) override;
-  // Device data and values only (host calls go through pieces, their data copied in jobs).
+  // Device data and values only (host data goes through pieces, copied in jobs).
   std::optional<xr::detail::SegmentOutcome> exact_short_columns(xr::detail::Memory data, std::uint64_t n, DType type,
                                                                 const SegmentLayout& layout, xr::detail::Memory out,
                                                                 std::vector<std::uint64_t>& missed,
