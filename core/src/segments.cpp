@@ -198,6 +198,9 @@ class Window {
     if (source_ && !source_->memory()) reserve(count);
   }
   Window(Memory device_data, DType type) : device_(device_data), type_(type) {}
+  // Whether get() hands out the input where it lies (device memory, or a source in host memory)
+  // rather than reading it into a buffer.
+  bool in_place() const { return !source_ || source_->memory(); }
   Memory get(std::uint64_t first, std::uint64_t count) {
     if (!source_) return device_.at(first * size_of(type_));
     if (const void* m = source_->memory()) return Memory::host(static_cast<const unsigned char*>(m) + first * size_of(type_));
@@ -433,7 +436,8 @@ class ExactSink {
 // span too many binades for it through pieces, one piece each, rounded here. Whether it ran.
 bool run_short_exact_columns(Call& c) {
   const SegmentLayout& l = c.layout;
-  if (l.kind != SegmentKind::Columns || l.length > static_cast<std::uint64_t>(kShortExactRows) || l.span() > c.budget)
+  if (l.kind != SegmentKind::Columns || l.length > static_cast<std::uint64_t>(kShortExactRows) || l.span() > c.budget ||
+      !c.window.in_place())  // a read source would be read once here and again for pieces where the device has no kernel
     return false;
   const Memory data = c.window.get(0, l.span());
   const Memory out = c.exact_out.handle ? c.exact_out : Memory::host(c.out);
