@@ -8,6 +8,7 @@
 
 #include "combine.hpp"
 #include "errors.hpp"
+#include "segments.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/semantics.hpp"
 
@@ -227,6 +228,17 @@ std::optional<GlobalResult> Reducer::reduce_root(int root, HostArray local, Op o
 std::optional<GlobalResult> Reducer::reduce_root(int root, ChunkSource& local, Op op, const RunOptions& options) {
   check_root(state_->comm, root, true);
   return state_->run(local, local.size(), local.type(), op, options, root);
+}
+
+GlobalSegments Reducer::reduce_axis(const HostMatrix& local, int axis, Op op, const RunOptions& options, int root) {
+  std::lock_guard lock(state_->mutex);
+  return detail::reduce_axis(state_->comm, *state_->local, local, axis, op, options, root);
+}
+
+GlobalSegments Reducer::reduce_segments(HostArray local, std::span<const std::int64_t> offsets, Op op,
+                                        const RunOptions& options, int root) {
+  std::lock_guard lock(state_->mutex);
+  return detail::reduce_segments(state_->comm, *state_->local, local, offsets, op, options, root);
 }
 
 xr::Reducer& Reducer::local() { return *state_->local; }

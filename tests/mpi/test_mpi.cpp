@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "xreduce/mpi.hpp"
@@ -470,6 +472,162 @@ TEST_CASE("allreduce: bad arguments and disagreeing ranks throw on every rank") 
     CHECK_THROWS_WITH_AS(xr::mpi::allreduce(MPI_COMM_WORLD, std::span<const float>(f), std::span<float>(short_out),
                                             xr::Op::Sum),
                          doctest::Contains("rank 0 of"), xr::InvalidArgument);
+  }
+}
+
+// Small integers (exact in every float type, so sums in any order agree), with many ties.
+template <class T> std::vector<T> small_ints(std::uint64_t n, std::uint64_t seed) {
+  std::vector<T> v(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::uint64_t h = ((i + seed) * 0x9e3779b97f4a7c15ull) >> 59;  // 0..31
+    if constexpr (xr::is_float_v<T>) v[i] = T(static_cast<float>(static_cast<int>(h % 9) - 4));
+    else if constexpr (std::is_signed_v<T>) v[i] = static_cast<T>(static_cast<int>(h % 9) - 4);
+    else v[i] = static_cast<T>(h % 9);
+  }
+  return v;
+}
+
+// CSR offsets over n elements: elements before the first segment and after the last, empty
+// segments (one at the very end), short ones, and long ones that cross several ranks' parts.
+std::vector<std::int64_t> offsets_over(std::uint64_t n) {
+  if (n < 8) return {0, static_cast<std::int64_t>(n), static_cast<std::int64_t>(n)};
+  const std::uint64_t lengths[] = {0, 7, 1, 0, 13, n / 3, 2, 5, n / 5, 1};
+  std::vector<std::int64_t> o{3};
+  for (std::size_t k = 0; static_cast<std::uint64_t>(o.back()) + lengths[k % 10] < n - 1; ++k)
+    o.push_back(o.back() + static_cast<std::int64_t>(lengths[k % 10]));
+  o.push_back(static_cast<std::int64_t>(n - 1));
+  o.push_back(o.back());
+  return o;
+}
+
+// Values first .. first + got.count() - 1 of `want`, bit for bit, with their indices and maxima.
+void check_same_values(const xr::SegmentedResult& got, const xr::SegmentedResult& want, std::uint64_t first) {
+  REQUIRE(first + got.count() <= want.count());
+  for (std::uint64_t i = 0; i < got.count(); ++i) {
+    INFO("value " << first + i << " of " << want.count());
+    CHECK(got.value(i).same_bits(want.value(first + i)));
+    CHECK(got.index(i) == want.index(first + i));
+    CHECK(got.maximum(i).same_bits(want.maximum(first + i)));
+  }
+}
+
+xr::mpi::Options omp_ranks() {
+  xr::mpi::Options o;
+  o.backend = "omp";
+  return o;
+}
+
+template <class T>
+void check_segments(xr::mpi::Reducer& reducer, const std::vector<T>& whole, xr::Op op, bool exact) {
+  const std::vector<std::int64_t> offsets = offsets_over(whole.size());
+  xr::RunOptions options;
+  options.exact = exact;
+  const auto one = xr::make_reducer("omp")->reduce_segments(xr::HostArray::of(std::span<const T>(whole)), offsets, op, options);
+  for (double weight : weight_sets(world_rank(), world_size())) {
+    INFO(xr::to_string(op) << " of " << whole.size() << " " << xr::to_string(xr::dtype_of<T>) << (exact ? " exact" : "")
+                           << ", weight " << weight);
+    const std::vector<T> mine = my_part(whole, weight);
+    const auto local = xr::HostArray::of(std::span<const T>(mine));
+    const xr::mpi::GlobalSegments g = reducer.reduce_segments(local, offsets, op, options);
+    CHECK(g.first == 0);
+    CHECK(g.total == offsets.size() - 1);
+    CHECK(g.result.count() == g.total);
+    check_same_values(g.result, one, 0);
+    const xr::mpi::GlobalSegments at_root = reducer.reduce_segments(local, offsets, op, options, world_size() - 1);
+    CHECK(at_root.result.count() == (world_rank() == world_size() - 1 ? g.total : 0));
+    check_same_values(at_root.result, one, 0);
+  }
+}
+
+TEST_CASE("segments over ranks: CSR segments across rank boundaries give one process's values") {
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, omp_ranks());
+  for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{5}, std::uint64_t{1000}, std::uint64_t{200003}}) {
+    auto f = small_ints<float>(n, 1);
+    if (n > 600) f[n / 2] = std::numeric_limits<float>::quiet_NaN();  // inside a long segment
+    for (xr::Op op : {xr::Op::Sum, xr::Op::Min, xr::Op::Max, xr::Op::ArgMin, xr::Op::ArgMax, xr::Op::MinMax})
+      check_segments(reducer, f, op, false);
+    for (xr::Op op : {xr::Op::Sum, xr::Op::Prod, xr::Op::ArgMax}) check_segments(reducer, small_ints<std::int32_t>(n, 2), op, false);
+    for (xr::Op op : {xr::Op::Sum, xr::Op::ArgMin}) check_segments(reducer, small_ints<std::uint8_t>(n, 3), op, false);
+    check_segments(reducer, small_ints<xr::f16>(n, 4), xr::Op::Max, false);
+    // Exact sums: the bits of one process for every partition, segments crossing ranks included.
+    check_segments(reducer, generated<float>(n, xr::Dist::Cancel, 5), xr::Op::Sum, true);
+    check_segments(reducer, generated<double>(n, xr::Dist::Wide, 6), xr::Op::Sum, true);
+    check_segments(reducer, generated<xr::bf16>(n, xr::Dist::Normal, 7), xr::Op::Sum, true);
+  }
+}
+
+template <class T> void check_axes(xr::mpi::Reducer& reducer, std::uint64_t rows, std::uint64_t cols, xr::Op op, bool exact,
+                                   const std::vector<T>& whole) {
+  xr::RunOptions options;
+  options.exact = exact;
+  const auto one_reducer = xr::make_reducer("omp");
+  const auto matrix = xr::HostMatrix::of(whole.data(), rows, cols);
+  for (double weight : weight_sets(world_rank(), world_size())) {
+    const xr::mpi::Part p = xr::mpi::partition(MPI_COMM_WORLD, rows, weight);
+    // This rank's rows, in C order with a padded stride and in Fortran order.
+    std::vector<T> c_rows(p.count * (cols + 2)), f_rows((p.count + 1) * cols);
+    for (std::uint64_t r = 0; r < p.count; ++r)
+      for (std::uint64_t c = 0; c < cols; ++c) {
+        c_rows[r * (cols + 2) + c] = whole[(p.first + r) * cols + c];
+        f_rows[c * (p.count + 1) + r] = whole[(p.first + r) * cols + c];
+      }
+    const xr::HostMatrix locals[] = {xr::HostMatrix::of(c_rows.data(), p.count, cols, cols + 2),
+                                     xr::HostMatrix::of(f_rows.data(), p.count, cols, p.count + 1, xr::Order::Fortran)};
+    for (int axis : {0, 1}) {
+      const auto one = one_reducer->reduce_axis(matrix, axis, op, options);
+      for (int k = 0; k < 2; ++k) {
+        INFO(xr::to_string(op) << " of " << rows << " x " << cols << " " << xr::to_string(xr::dtype_of<T>)
+                               << (exact ? " exact" : "") << ", axis " << axis << (k ? ", Fortran" : ", C")
+                               << ", weight " << weight);
+        const xr::mpi::GlobalSegments g = reducer.reduce_axis(locals[k], axis, op, options);
+        CHECK(g.total == (axis == 0 ? cols : rows));
+        CHECK(g.first == (axis == 0 ? 0 : p.first));
+        CHECK(g.result.count() == (axis == 0 ? cols : p.count));
+        check_same_values(g.result, one, g.first);
+        const xr::mpi::GlobalSegments at_root = reducer.reduce_axis(locals[k], axis, op, options, 0);
+        CHECK(at_root.result.count() == (world_rank() == 0 ? g.total : 0));
+        check_same_values(at_root.result, one, 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("segments over ranks: rows split over ranks, reduced per row and per column") {
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, omp_ranks());
+  for (const auto& [rows, cols] : {std::pair<std::uint64_t, std::uint64_t>{0, 3}, {1, 5}, {37, 11}, {1003, 3}, {6, 4100}}) {
+    auto f = small_ints<float>(rows * cols, 8);
+    if (rows * cols > 100) f[rows * cols / 2] = std::numeric_limits<float>::quiet_NaN();
+    for (xr::Op op : {xr::Op::Sum, xr::Op::Max, xr::Op::ArgMin, xr::Op::ArgMax, xr::Op::MinMax})
+      check_axes(reducer, rows, cols, op, false, f);
+    check_axes(reducer, rows, cols, xr::Op::Prod, false, small_ints<std::int32_t>(rows * cols, 9));
+    check_axes(reducer, rows, cols, xr::Op::Sum, false, small_ints<std::uint8_t>(rows * cols, 10));
+    check_axes(reducer, rows, cols, xr::Op::Sum, true, generated<float>(rows * cols, xr::Dist::Cancel, 11));
+    check_axes(reducer, rows, cols, xr::Op::Sum, true, generated<double>(rows * cols, xr::Dist::Wide, 12));
+    check_axes(reducer, rows, cols, xr::Op::Sum, true, generated<xr::f16>(rows * cols, xr::Dist::Normal, 13));
+  }
+}
+
+TEST_CASE("segments over ranks: bad arguments and disagreeing ranks throw on every rank") {
+  const int rank = world_rank(), size = world_size();
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, omp_ranks());
+  const std::vector<float> mine(10, 1.0f);
+  const auto local = xr::HostArray::of(std::span<const float>(mine));
+  const std::int64_t total = 10 * size;
+  const std::vector<std::int64_t> offsets{0, 4, total};
+  CHECK_THROWS_WITH_AS(reducer.reduce_segments(local, offsets, xr::Op::ArgMax, exact_options()),
+                       doctest::Contains("exact mode does not apply to argmax"), xr::InvalidArgument);
+  CHECK_THROWS_WITH_AS(reducer.reduce_segments(local, std::vector<std::int64_t>{0, total + 1}, xr::Op::Sum),
+                       doctest::Contains("rank 0 of"), xr::InvalidArgument);
+  CHECK_THROWS_AS(reducer.reduce_segments(local, offsets, xr::Op::Sum, {}, size), xr::InvalidArgument);
+  CHECK_THROWS_AS(reducer.reduce_axis(xr::HostMatrix::of(mine.data(), 2, 5), 2, xr::Op::Sum), xr::InvalidArgument);
+  if (size > 1) {
+    const std::vector<std::int64_t> other{0, rank == size - 1 ? 5 : 4, total};
+    CHECK_THROWS_WITH_AS(reducer.reduce_segments(local, other, xr::Op::Sum), doctest::Contains("disagree on the offsets"),
+                         xr::InvalidArgument);
+    CHECK_THROWS_WITH_AS(reducer.reduce_axis(xr::HostMatrix::of(mine.data(), 2, rank == size - 1 ? 4 : 5), 0, xr::Op::Sum),
+                         doctest::Contains("disagree on the column count"), xr::InvalidArgument);
+    CHECK_THROWS_WITH_AS(reducer.reduce_segments(local, offsets, rank == 0 ? xr::Op::Sum : xr::Op::Max),
+                         doctest::Contains("the ranks disagree"), xr::InvalidArgument);
   }
 }
 

@@ -47,6 +47,7 @@
 #include "xreduce/reference.hpp"
 #include "xreduce/registry.hpp"
 #include "xreduce/result.hpp"
+#include "xreduce/segments.hpp"
 #include "xreduce/source.hpp"
 #include "xreduce/types.hpp"
 
@@ -86,6 +87,19 @@ struct GlobalResult {
   std::vector<RankRow> rows;  // every rank's part, in rank order
 };
 
+// A segmented reduction of data spread over the ranks (xreduce/segments.hpp): the values this
+// rank holds, and where they lie among the values of the whole input.
+struct GlobalSegments {
+  // Values first .. first + count() - 1 of the whole input's `total`, with their indices (argmin,
+  // argmax: within their segment, row or column of the whole input) and maxima (minmax), as one
+  // process gives them. record: n, the elements reduced over every rank; kernel, the local
+  // strategy; kernel_ms, this rank's local reduction; total_ms, until this rank holds its values.
+  SegmentedResult result;
+  std::uint64_t first = 0;
+  std::uint64_t total = 0;
+  int ranks = 1;
+};
+
 // A reducer on every rank of a communicator. Every member function is collective: all ranks call
 // it, in the same order, each with its own part of the input. A Reducer serialises its own
 // calls; the communicator is duplicated, so its traffic never mixes with the caller's.
@@ -111,6 +125,29 @@ class XR_API Reducer {
   // throws when any rank fails).
   std::optional<GlobalResult> reduce_root(int root, HostArray local, Op op, const RunOptions& options = {});
   std::optional<GlobalResult> reduce_root(int root, ChunkSource& local, Op op, const RunOptions& options = {});
+
+  // Segmented reductions of data spread over the ranks, collective like reduce; RunOptions as in
+  // one process (kernel names a local segment strategy; exact: every float sum correctly rounded,
+  // the same bits for any rank count and partition). root < 0: the values on every rank (axis 1:
+  // each rank its own rows' values); root >= 0: every value on root, none on the other ranks.
+  //
+  // A 2-D array split by rows: `local` holds this rank's rows (any number, 0 included; the same
+  // column count, element type and order of storage on every rank), rank r's rows after rank
+  // r - 1's. axis 1: one value per row, reduced where the row lies. axis 0: one value per column
+  // over the rows of every rank: min, max, the pair ops and integer ops combine the ranks' partial
+  // values exactly (argmin and argmax: the index is the row in the whole array, ties to the
+  // smallest); plain float sums and products fold the ranks' partials in rank order; exact float
+  // sums merge each column's exact state over the ranks (summed on the host, ExactSum).
+  GlobalSegments reduce_axis(const HostMatrix& local, int axis, Op op, const RunOptions& options = {},
+                             int root = -1);
+  // CSR segments of a 1-D array split over the ranks as in reduce (rank r's elements after rank
+  // r - 1's): every rank passes the same `offsets`, over the whole input (they end at or below
+  // its size), so a segment may start on one rank and end on another. Each rank reduces the
+  // segments that start among its elements, and the part of a segment that began before them;
+  // each such part goes to the rank where its segment starts, which combines the parts in rank
+  // order (exact sums: their exact states, so the bits equal one process's).
+  GlobalSegments reduce_segments(HostArray local, std::span<const std::int64_t> offsets, Op op,
+                                 const RunOptions& options = {}, int root = -1);
 
   // The local reducer (its backend and device).
   xr::Reducer& local();
