@@ -89,23 +89,24 @@ __global__ void __launch_bounds__(32 * kExactPieceWarps)
   if (lane == 0) out[Tr::limbs] = static_cast<long long>(flags | (piece.count > 0 ? kFlagAny : 0u));
 }
 
-// Exact sums of the columns of a short matrix (at most kShortExactRows rows), a thread a column
-// (core/src/short_exact.hpp): each thread walks down its column, `stride` apart, so that a warp
-// reads 32 neighbouring values a row. A column whose terms span too many binades is counted in
+// Exact sums of short segments (at most kShortExactTerms terms), a thread a segment
+// (core/src/short_exact.hpp): segment k's terms start at k * first_step, term_step apart. Columns
+// (first_step 1) let a warp read 32 neighbouring values a row; rows (term_step 1) are read by
+// each thread along its own row. A segment whose terms span too many binades is counted in
 // *missed_count and listed in missed (its first `capacity` entries), its value left to the pieces
 // path.
 template <class T>
-__global__ void k_exact_short_columns(const T* __restrict__ data, unsigned long long cols, unsigned long long rows,
-                                      unsigned long long stride, xr::compute_t<T>* __restrict__ out,
-                                      unsigned long long* __restrict__ missed_count,
-                                      unsigned long long* __restrict__ missed, unsigned long long capacity) {
+__global__ void k_exact_short_segments(const T* __restrict__ data, unsigned long long count, unsigned long long length,
+                                       unsigned long long first_step, unsigned long long term_step,
+                                       xr::compute_t<T>* __restrict__ out, unsigned long long* __restrict__ missed_count,
+                                       unsigned long long* __restrict__ missed, unsigned long long capacity) {
   using C = xr::compute_t<T>;
-  for (unsigned long long k = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; k < cols;
+  for (unsigned long long k = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; k < count;
        k += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
-    const T* column = data + k;
+    const T* segment = data + k * first_step;
     C value;
-    if (xr::detail::short_exact_sum([&](unsigned long long r) { return static_cast<C>(column[r * stride]); }, rows,
-                                    value)) {
+    if (xr::detail::short_exact_sum([&](unsigned long long r) { return static_cast<C>(segment[r * term_step]); },
+                                    length, value)) {
       out[k] = value;
     } else {
       const unsigned long long slot = atomicAdd(missed_count, 1ull);

@@ -181,7 +181,7 @@ std::vector<Call> calls_for(Region region) {
       return {segments("exact segment sums", in.f32, Op::Sum, with("auto", true)),
               axis("exact f16 row sums", in.f16, kElements / 512, 512, 1, Op::Sum, with("rows", true)),
               segments("streamed exact segment sums", in.f32, Op::Sum, with("auto", true), true)};
-    case Region::OmpExactShortColumns:
+    case Region::OmpExactShortSegments:
       return {axis("exact sums of 8-row columns", in.f32, 8, kElements / 8, 0, Op::Sum, with("auto", true)),
               axis("exact sums of 64-row f16 columns", in.f16, 64, kElements / 64, 0, Op::Sum, with("columns", true))};
     case Region::OmpPairSegments:

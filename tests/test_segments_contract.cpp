@@ -93,11 +93,12 @@ TEST_CASE("exact sums per segment: bit for bit the host ExactSum, rows, columns 
   // longer than a piece, a small Fortran-order matrix.
   const std::vector<Axis> every_axes = {{{300, 77, 80}, 0}, {{300, 77, 80}, 1}, {{77, 300, 0, Order::Fortran}, 0},
                              {{77, 300, 0, Order::Fortran}, 1}};
-  // Columns of at most 64 rows (each summed in a 128-bit integer where the backend can: those
-  // spanning too many binades, as most of Wide f64's do, through pieces), and of 65 rows.
+  // Columns of at most 64 rows and rows of at most 64 columns (each summed in a 128-bit integer
+  // where the backend can: those spanning too many binades, as most of Wide f64's do, through
+  // pieces), and columns of 65 rows.
   const std::vector<Axis> auto_axes = {{{300, 70}, 1},   {{3, 140000}, 1}, {{70000, 3}, 0},          {{50, 60, 0, Order::Fortran}, 0},
                                        {{50, 60, 0, Order::Fortran}, 1}, {{1, 2000}, 0}, {{5, 3001}, 0}, {{64, 1500, 1501}, 0},
-                                       {{65, 200}, 0}};
+                                       {{65, 200}, 0}, {{1500, 64, 66}, 1}, {{200, 65}, 1}};
   // 140000 columns of 3 and 70000 rows of 3: many short values, each rounded once; auto on
   // cancelling sums.
   const std::vector<Axis> many = {{{3, 140000}, 0}, {{70000, 3}, 1}};
@@ -157,14 +158,21 @@ TEST_CASE("exact sums per segment: bit for bit the host ExactSum, rows, columns 
   };
   for (const auto& [t, columns] : {std::pair{DType::F32, f32_columns}, std::pair{DType::F64, f64_columns}}) {
     const u64 rows = 4, cols = columns.size();
-    HostBuffer data(t, rows * cols);
+    // The same terms as columns of a 4-row matrix and as rows of 4 columns.
+    HostBuffer data(t, rows * cols), transposed(t, rows * cols);
     for (u64 k = 0; k < cols; ++k)
       for (u64 r = 0; r < rows; ++r) {
         const double v = r < columns[k].size() ? columns[k][r] : -0.0;
-        if (t == DType::F32) data.as<float>()[r * cols + k] = static_cast<float>(v);
-        else data.as<double>()[r * cols + k] = v;
+        if (t == DType::F32) {
+          data.as<float>()[r * cols + k] = static_cast<float>(v);
+          transposed.as<float>()[k * rows + r] = static_cast<float>(v);
+        } else {
+          data.as<double>()[r * cols + k] = v;
+          transposed.as<double>()[k * rows + r] = v;
+        }
       }
     run_axis({{rows, cols}, 0}, data, Dist::Special, {"auto"});
+    run_axis({{cols, rows}, 1}, transposed, Dist::Special, {"auto"});
   }
 }
 

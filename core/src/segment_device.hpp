@@ -142,13 +142,13 @@ class SegmentDevice {
   // memory). f16 and bf16 pieces have the states of their values widened to f32.
   virtual SegmentOutcome exact_pieces(Memory data, std::uint64_t n, DType type, std::span<const ExactPiece> pieces,
                                       std::int64_t* words, const RunOptions& options) = 0;
-  // Exact sums of the columns of a short matrix (layout: Columns of at most kShortExactRows rows,
-  // short_exact.hpp), each column in one 128-bit integer rounded where it is: result_dtype(Sum,
-  // type) values into `out` (host memory for host input, the device's for input in its memory),
-  // except the columns whose terms span too many binades for it, whose indices go to `missed`
-  // (any order) for the pieces path. data as for exact_pieces. nullopt where the backend has no
-  // such kernel for this data and out: core then sums every column through pieces.
-  virtual std::optional<SegmentOutcome> exact_short_columns(Memory data, std::uint64_t n, DType type,
+  // Exact sums of short segments (layout: Rows or Columns of at most kShortExactTerms terms,
+  // short_exact.hpp), each in one 128-bit integer rounded where it is: result_dtype(Sum, type)
+  // values into `out` (host memory for host input, the device's for input in its memory), except
+  // the segments whose terms span too many binades for it, whose indices go to `missed` (any
+  // order) for the pieces path. data as for exact_pieces. nullopt where the backend has no such
+  // kernel for this data and out: core then sums every segment through pieces.
+  virtual std::optional<SegmentOutcome> exact_short_segments(Memory data, std::uint64_t n, DType type,
                                                             const SegmentLayout& layout, Memory out,
                                                             std::vector<std::uint64_t>& missed,
                                                             const RunOptions& options) {

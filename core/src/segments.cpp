@@ -431,18 +431,18 @@ class ExactSink {
   std::uint64_t base_ = 0;
 };
 
-// Columns of at most kShortExactRows rows, the whole matrix in one job: each column summed in a
-// 128-bit integer by the device where it has that (exact_short_columns), the columns whose terms
-// span too many binades for it through pieces, one piece each, rounded here. Whether it ran.
-bool run_short_exact_columns(Call& c) {
+// Rows or columns of at most kShortExactTerms terms, the whole matrix in one job: each summed in a
+// 128-bit integer by the device where it has that (exact_short_segments), those whose terms span
+// too many binades for it through pieces, one piece each, rounded here. Whether it ran.
+bool run_short_exact_segments(Call& c) {
   const SegmentLayout& l = c.layout;
-  if (l.kind != SegmentKind::Columns || l.length > static_cast<std::uint64_t>(kShortExactRows) || l.span() > c.budget ||
+  if (l.kind == SegmentKind::Offsets || l.length > static_cast<std::uint64_t>(kShortExactTerms) || l.span() > c.budget ||
       !c.window.in_place())  // a read source would be read once here and again for pieces where the device has no kernel
     return false;
   const Memory data = c.window.get(0, l.span());
   const Memory out = c.exact_out.handle ? c.exact_out : Memory::host(c.out);
   std::vector<std::uint64_t> missed;
-  const std::optional<SegmentOutcome> o = c.device.exact_short_columns(data, l.span(), c.type, l, out, missed, c.options);
+  const std::optional<SegmentOutcome> o = c.device.exact_short_segments(data, l.span(), c.type, l, out, missed, c.options);
   if (!o) return false;
   c.tally.add(*o);
   c.exact_out_written = out.on_device;
@@ -450,8 +450,8 @@ bool run_short_exact_columns(Call& c) {
   const int words = exact_piece_words(compute_dtype(c.type));
   const std::size_t size = size_of(c.result_type);
   constexpr std::size_t kBatch = std::size_t{1} << 16;
-  // Many missed columns on a device: its values come down, are patched and go back in one copy
-  // each way, rather than one small copy a column.
+  // Many missed segments on a device: its values come down, are patched and go back in one copy
+  // each way, rather than one small copy a segment.
   HostBuffer patched;
   if (out.on_device && missed.size() > 1024) {
     patched = HostBuffer(c.result_type, l.count);
@@ -462,9 +462,10 @@ bool run_short_exact_columns(Call& c) {
   for (std::size_t first = 0; first < missed.size(); first += kBatch) {
     const std::size_t count = std::min(kBatch, missed.size() - first);
     pieces.clear();
+    const bool rows = l.kind == SegmentKind::Rows;
     for (std::size_t i = 0; i < count; ++i)
-      pieces.push_back({static_cast<std::int64_t>(missed[first + i]), static_cast<std::int64_t>(l.length),
-                        static_cast<std::int64_t>(l.stride)});
+      pieces.push_back({static_cast<std::int64_t>(rows ? missed[first + i] * l.stride : missed[first + i]),
+                        static_cast<std::int64_t>(l.length), rows ? 1 : static_cast<std::int64_t>(l.stride)});
     states.resize(count * static_cast<std::size_t>(words));
     c.tally.add(c.device.exact_pieces(data, l.span(), c.type, pieces, states.data(), c.options));
     for (std::size_t i = 0; i < count; ++i) {
@@ -478,10 +479,10 @@ bool run_short_exact_columns(Call& c) {
         const double d = sum.to_double();
         std::memcpy(value, &d, sizeof d);
       }
-      const std::uint64_t column = missed[first + i];
-      if (!out.on_device) std::memcpy(c.out + column * size, value, size);
-      else if (patched.bytes()) std::memcpy(static_cast<unsigned char*>(patched.data()) + column * size, value, size);
-      else c.tally.transfer_ms += c.device.write(value, out.at(column * size), size);
+      const std::uint64_t segment = missed[first + i];
+      if (!out.on_device) std::memcpy(c.out + segment * size, value, size);
+      else if (patched.bytes()) std::memcpy(static_cast<unsigned char*>(patched.data()) + segment * size, value, size);
+      else c.tally.transfer_ms += c.device.write(value, out.at(segment * size), size);
     }
   }
   if (patched.bytes()) c.tally.transfer_ms += c.device.write(patched.data(), out, patched.bytes());
@@ -489,7 +490,7 @@ bool run_short_exact_columns(Call& c) {
 }
 
 void run_exact(Call& c) {
-  if (run_short_exact_columns(c)) return;
+  if (run_short_exact_segments(c)) return;
   const SegmentLayout& l = c.layout;
   const int words = exact_piece_words(compute_dtype(c.type));
   // Batches of at most 2^18 pieces (46 MiB of f32 states, 145 MiB of f64 states), and of states
@@ -591,8 +592,8 @@ double run_call(Call& c, bool exact, Result& r, std::uint64_t& rounding_depth) {
   const double wall = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   r.kernel = c.tally.kernel;
   r.finish = !exact ? c.tally.finish
-             : c.tally.kernel.find("short columns") != std::string::npos
-                 ? "each column in a 128-bit integer, rounded where it lies (a column spanning too many binades: pieces)"
+             : c.tally.kernel.find(":exact short ") != std::string::npos
+                 ? "each segment in a 128-bit integer, rounded where it lies (one spanning too many binades: pieces)"
                  : "exact pieces, merged and rounded on the host";
   r.launches = c.tally.launches;
   r.kernel_ms = c.tally.kernel_ms;

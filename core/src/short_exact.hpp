@@ -1,13 +1,13 @@
-// The exact sum of a few floats in one 128-bit integer, rounded once: the exact sums of the
-// columns of short matrices (at most kShortExactRows rows), such as the ranks' values of each
-// element in an all-reduce. One thread sums a column; host and device code run this very code
+// The exact sum of a few floats in one 128-bit integer, rounded once: the exact sums of short
+// segments (rows or columns of at most kShortExactTerms terms), such as the ranks' values of each
+// element in an all-reduce. One thread sums a segment; host and device code run this very code
 // (XR_HOST_DEVICE), and the rounding is ExactSum's: the same bits as the pieces path.
 //
 // A finite term is m * 2^(e - bias) with m < 2^p (p = 24 for f32, 53 for f64) and e = max(its
 // exponent field, 1). The sum keeps acc * 2^(base - bias), base the smallest e of the nonzero
 // terms so far: a term with a smaller e shifts acc up first. It is exact while every term fits,
-// that is while (largest e - base) + p + log2(kShortExactRows) <= 126, so |acc| < 2^126: a span
-// of 96 binades for f32 terms, 67 for f64. A column that spans more is left to the pieces path
+// that is while (largest e - base) + p + log2(kShortExactTerms) <= 126, so |acc| < 2^126: a span
+// of 96 binades for f32 terms, 67 for f64. A segment that spans more is left to the pieces path
 // (fits() is false). Infinities and NaN set ExactSum's flags, as does a term that is not -0.
 #pragma once
 
@@ -27,7 +27,7 @@
 
 namespace xr::detail {
 
-inline constexpr int kShortExactRows = 64;
+inline constexpr int kShortExactTerms = 64;
 
 template <class T> class ShortExactSum {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "terms are f32 or f64");
@@ -37,8 +37,8 @@ template <class T> class ShortExactSum {
   static constexpr unsigned kExpField = sizeof(T) == 4 ? 0xffu : 0x7ffu;
   static constexpr int kBias = sizeof(T) == 4 ? 150 : 1075;  // x = m * 2^(e - kBias)
   static constexpr int kEmin = sizeof(T) == 4 ? -126 : -1022;
-  static constexpr int kSpan = 126 - 6 - kPrecision;  // 6: log2(kShortExactRows)
-  static_assert(kShortExactRows <= 64, "kSpan leaves 6 bits for the count of terms");
+  static constexpr int kSpan = 126 - 6 - kPrecision;  // 6: log2(kShortExactTerms)
+  static_assert(kShortExactTerms <= 64, "kSpan leaves 6 bits for the count of terms");
   static constexpr Bits kSign = Bits{1} << (8 * sizeof(T) - 1);
 
  public:
@@ -142,7 +142,7 @@ template <class T> class ShortExactSum {
   }
 };
 
-// The exact sum of the `rows` terms load(0), ..., load(rows - 1) (rows <= kShortExactRows) of
+// The exact sum of the `rows` terms load(0), ..., load(rows - 1) (rows <= kShortExactTerms) of
 // type C (f32 or f64) rounded once, into out; false where they span too many binades
 // (ShortExactSum::fits), out untouched. f32 terms first go into a double, which holds their sum
 // exactly where they span at most 23 binades (every term a multiple of the smallest's unit, the

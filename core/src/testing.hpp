@@ -38,7 +38,7 @@ enum class Region : std::uint8_t {
   OmpColumnBands,      // segments.cpp: columns of very wide arrays, columns over threads
   OmpSegmentsNarrow,   // segments.cpp: f16/bf16 min and max of segments back to the input type
   OmpExactPieces,      // segments.cpp: exact segmented sums, piece states
-  OmpExactShortColumns,  // segments.cpp: exact sums of short columns in 128-bit integers
+  OmpExactShortSegments,  // segments.cpp: exact sums of short rows and columns in 128-bit integers
   OmpPairSegments,     // segment_pairs.cpp: strategy `pairs` on rows and segments
   OmpPairColumns,      // segment_pairs.cpp: strategy `pairs` on columns, the row bands
   OmpPairColumnMerge,  // segment_pairs.cpp: strategy `pairs` on columns, the bands combined
@@ -68,7 +68,7 @@ inline constexpr std::array kRegions = {
     RegionInfo{Region::OmpColumnBands, "omp.column_bands"},
     RegionInfo{Region::OmpSegmentsNarrow, "omp.segments_narrow"},
     RegionInfo{Region::OmpExactPieces, "omp.exact_pieces"},
-    RegionInfo{Region::OmpExactShortColumns, "omp.exact_short_columns"},
+    RegionInfo{Region::OmpExactShortSegments, "omp.exact_short_segments"},
     RegionInfo{Region::OmpPairSegments, "omp.pair_segments"},
     RegionInfo{Region::OmpPairColumns, "omp.pair_columns"},
     RegionInfo{Region::OmpPairColumnMerge, "omp.pair_column_merge"},

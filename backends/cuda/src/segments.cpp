@@ -249,34 +249,35 @@ SegmentOutcome Segments::exact_pieces(Memory data, std::uint64_t n, DType type, 
   return o;
 }
 
-std::optional<SegmentOutcome> Segments::exact_short_columns(Memory data, std::uint64_t, DType type,
+std::optional<SegmentOutcome> Segments::exact_short_segments(Memory data, std::uint64_t, DType type,
                                                             const SegmentLayout& l, Memory out,
                                                             std::vector<std::uint64_t>& missed,
                                                             const RunOptions& options) {
   if (!data.on_device || !out.on_device || !is_float(type)) return std::nullopt;
-  // The missed columns' list: a counter, then room for this many; more than that (data spanning
-  // too many binades nearly everywhere) and every column goes through pieces.
+  // The missed segments' list: a counter, then room for this many; more than that (data spanning
+  // too many binades nearly everywhere) and every segment goes through pieces.
   constexpr u64 kCapacity = u64{1} << 16;
   DeviceGuard guard(caps().device);
   SegmentScratch& s = scratch_;
   auto* counter = static_cast<unsigned long long*>(s.buffer(SegmentScratch::Words, (1 + kCapacity) * sizeof(u64)));
   SegmentOutcome o;
   o.kernel_ms = median_ms(s, options, [&] {
-    check(cudaMemsetAsync(counter, 0, sizeof(u64), s.stream()), "cudaMemsetAsync (missed columns)");
-    launch_exact_short_columns(type, device_pointer(data), l.count, l.length, l.stride, device_pointer(out), counter,
-                               counter + 1, kCapacity, s.stream());
+    check(cudaMemsetAsync(counter, 0, sizeof(u64), s.stream()), "cudaMemsetAsync (missed segments)");
+    const bool rows = l.kind == SegmentKind::Rows;
+    launch_exact_short_segments(type, device_pointer(data), l.count, l.length, rows ? l.stride : 1, rows ? 1 : l.stride,
+                                device_pointer(out), counter, counter + 1, kCapacity, s.stream());
   });
   unsigned long long found = 0;
   o.transfer_ms = timed_copies(s, [&] { copy(&found, counter, sizeof found, cudaMemcpyDeviceToHost, s.stream(), "missed count"); });
   if (found > kCapacity) return std::nullopt;
   std::vector<unsigned long long> listed(found);
   o.transfer_ms += timed_copies(s, [&] {
-    copy(listed.data(), counter + 1, found * sizeof(u64), cudaMemcpyDeviceToHost, s.stream(), "missed columns");
+    copy(listed.data(), counter + 1, found * sizeof(u64), cudaMemcpyDeviceToHost, s.stream(), "missed segments");
   });
   missed.assign(listed.begin(), listed.end());
   o.launches = 1;
-  o.kernel = options.kernel + ":exact short columns";
-  o.finish = "each column in a 128-bit integer (a thread a column)";
+  o.kernel = options.kernel + ":exact short " + std::string(to_string(l.kind));
+  o.finish = "each segment in a 128-bit integer (a thread a segment)";
   o.depth = 1;
   return o;
 }

@@ -30,7 +30,7 @@ class Segments final : public xr::detail::SegmentDevice {
                                           std::span<const xr::detail::ExactPiece> pieces, std::int64_t* words,
                                           const RunOptions& options) override;
   // Device data and values only (host data goes through pieces, copied in jobs).
-  std::optional<xr::detail::SegmentOutcome> exact_short_columns(xr::detail::Memory data, std::uint64_t n, DType type,
+  std::optional<xr::detail::SegmentOutcome> exact_short_segments(xr::detail::Memory data, std::uint64_t n, DType type,
                                                                 const SegmentLayout& layout, xr::detail::Memory out,
                                                                 std::vector<std::uint64_t>& missed,
                                                                 const RunOptions& options) override;
@@ -47,10 +47,10 @@ class Segments final : public xr::detail::SegmentDevice {
 void launch_exact_pieces(DType type, const void* data, const void* pieces, u64 count, std::int64_t* words,
                          cudaStream_t stream);
 
-// Exact sums of the columns (cols of `rows` <= kShortExactRows, `stride` apart) of float data into
+// Exact sums of the columns (cols of `rows` <= kShortExactTerms, `stride` apart) of float data into
 // out (compute_t values), the columns it cannot sum that way counted in *missed_count and the
 // first `capacity` of them listed in missed; segments_exact.cu.
-void launch_exact_short_columns(DType type, const void* data, u64 cols, u64 rows, u64 stride, void* out,
+void launch_exact_short_segments(DType type, const void* data, u64 count, u64 length, u64 first_step, u64 term_step, void* out,
                                 unsigned long long* missed_count, unsigned long long* missed, u64 capacity,
                                 cudaStream_t stream);
 

@@ -47,22 +47,22 @@ void launch_exact_pieces(DType type, const void* data, const void* pieces, u64 c
   check_launch("k_exact_pieces");
 }
 
-void launch_exact_short_columns(DType type, const void* data, u64 cols, u64 rows, u64 stride, void* out,
-                                unsigned long long* missed_count, unsigned long long* missed, u64 capacity,
-                                cudaStream_t stream) {
-  if (cols == 0) return;
+void launch_exact_short_segments(DType type, const void* data, u64 count, u64 length, u64 first_step, u64 term_step,
+                                 void* out, unsigned long long* missed_count, unsigned long long* missed, u64 capacity,
+                                 cudaStream_t stream) {
+  if (count == 0) return;
   constexpr unsigned kBlock = 256;
-  const u64 grid = std::min<u64>(xr::detail::ceil_div(cols, kBlock), u64{1} << 20);  // grid-stride beyond
+  const u64 grid = std::min<u64>(xr::detail::ceil_div(count, kBlock), u64{1} << 20);  // grid-stride beyond
   visit_dtype(type, [&](auto zero) {
     using T = decltype(zero);
     if constexpr (is_float_v<T>)
-      ks::k_exact_short_columns<T><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(
-          static_cast<const T*>(data), cols, rows, stride, static_cast<compute_t<T>*>(out), missed_count, missed,
-          capacity);
+      ks::k_exact_short_segments<T><<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(
+          static_cast<const T*>(data), count, length, first_step, term_step, static_cast<compute_t<T>*>(out),
+          missed_count, missed, capacity);
     else
       throw InvalidArgument("cuda: exact sums are of float types, not " + std::string(to_string(type)));
   });
-  check_launch("k_exact_short_columns");
+  check_launch("k_exact_short_segments");
 }
 
 }  // namespace xr::cuda::detail

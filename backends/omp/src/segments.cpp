@@ -553,16 +553,19 @@ SegmentOutcome Segments::exact_pieces(xr::detail::Memory memory, std::uint64_t, 
   return o;
 }
 
-// Each thread a band of columns, each column summed down its rows in a 128-bit integer and
-// rounded (short_exact.hpp); the columns that do not fit it are listed, in thread order.
-std::optional<SegmentOutcome> Segments::exact_short_columns(xr::detail::Memory memory, std::uint64_t, DType type,
+// Each thread a band of rows or columns, each summed in a 128-bit integer and rounded
+// (short_exact.hpp); those that do not fit it are listed, in thread order.
+std::optional<SegmentOutcome> Segments::exact_short_segments(xr::detail::Memory memory, std::uint64_t, DType type,
                                                             const SegmentLayout& l, xr::detail::Memory out,
                                                             std::vector<std::uint64_t>& missed,
                                                             const RunOptions& options) {
   const int threads = team_size(options, l.elements() * size_of(type));
-  const auto columns = static_cast<std::int64_t>(l.count);
+  const auto count = static_cast<std::int64_t>(l.count);
+  // Where segment k starts, and the step between its terms.
+  const std::uint64_t first_step = l.kind == SegmentKind::Rows ? l.stride : 1;
+  const std::uint64_t term_step = l.kind == SegmentKind::Rows ? 1 : l.stride;
   std::vector<std::vector<std::uint64_t>> missed_by(static_cast<std::size_t>(threads));
-  const auto sum_columns = [&](auto zero) {
+  const auto sum_segments = [&](auto zero) {
     using T = decltype(zero);
     using C = compute_t<T>;
     const T* x = static_cast<const T*>(memory.address());
@@ -570,13 +573,14 @@ std::optional<SegmentOutcome> Segments::exact_short_columns(xr::detail::Memory m
     RegionErrors errors;
 #pragma omp parallel num_threads(threads)
     {
-      errors.enter(Region::OmpExactShortColumns);
+      errors.enter(Region::OmpExactShortSegments);
       std::vector<std::uint64_t>& mine = missed_by[static_cast<std::size_t>(omp_get_thread_num())];
       mine.clear();
 #pragma omp for schedule(static)
-      for (std::int64_t k = 0; k < columns; ++k) {
-        const T* column = x + k;
-        const auto term = [&](std::uint64_t r) { return static_cast<C>(column[r * l.stride]); };
+      for (std::int64_t k = 0; k < count; ++k) {
+        const T* segment = x + static_cast<std::uint64_t>(k) * first_step;
+        const std::uint64_t step = term_step;  // a copy: clang's OpenMP cannot capture the enclosing function's local
+        const auto term = [&](std::uint64_t r) { return static_cast<C>(segment[r * step]); };
         if (!xr::detail::short_exact_sum(term, l.length, values[k]))
           errors.guard([&] { mine.push_back(static_cast<std::uint64_t>(k)); });
       }
@@ -587,7 +591,7 @@ std::optional<SegmentOutcome> Segments::exact_short_columns(xr::detail::Memory m
   for (int it = 0; it < options.warmup + options.repeat; ++it) {
     const auto t0 = std::chrono::steady_clock::now();
     visit_dtype(type, [&](auto zero) {
-      if constexpr (is_float_v<decltype(zero)>) sum_columns(zero);
+      if constexpr (is_float_v<decltype(zero)>) sum_segments(zero);
       else throw InvalidArgument("omp: exact sums are of float types, not " + std::string(to_string(type)));
     });
     if (it >= options.warmup) times.push_back(ms_since(t0));
@@ -596,8 +600,8 @@ std::optional<SegmentOutcome> Segments::exact_short_columns(xr::detail::Memory m
   SegmentOutcome o;
   o.kernel_ms = median(times);
   o.launches = 1;
-  o.kernel = options.kernel == "auto" ? "auto:exact short columns" : options.kernel + ":exact short columns";
-  o.finish = "each column in a 128-bit integer";
+  o.kernel = (options.kernel == "auto" ? "auto:exact short " : options.kernel + ":exact short ") + std::string(to_string(l.kind));
+  o.finish = "each segment in a 128-bit integer";
   o.depth = 1;
   return o;
 }

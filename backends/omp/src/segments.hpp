@@ -15,7 +15,7 @@ class Segments final : public xr::detail::SegmentDevice {
   xr::detail::SegmentOutcome exact_pieces(xr::detail::Memory data, std::uint64_t n, DType type,
                                           std::span<const xr::detail::ExactPiece> pieces, std::int64_t* words,
                                           const RunOptions& options) override;
-  std::optional<xr::detail::SegmentOutcome> exact_short_columns(xr::detail::Memory data, std::uint64_t n, DType type,
+  std::optional<xr::detail::SegmentOutcome> exact_short_segments(xr::detail::Memory data, std::uint64_t n, DType type,
                                                                 const SegmentLayout& layout, xr::detail::Memory out,
                                                                 std::vector<std::uint64_t>& missed,
                                                                 const RunOptions& options) override;
