@@ -238,10 +238,10 @@ std::vector<unsigned char> gather_records(const Comm& c, const std::vector<unsig
 }
 
 // The record of the whole call, from this rank's local one.
-void fill_record(SegmentedResult& out, const SegmentedResult& local, const RecordShape& s, std::uint64_t n,
-                 double ms, SegmentKind kind, int ranks) {
+void fill_record(SegmentedResult& out, const Result& local, const RecordShape& s, std::uint64_t n, double ms,
+                 SegmentKind kind, int ranks) {
   Result& r = out.record;
-  r = local.record;
+  r = local;
   r.op = s.op;
   r.type = s.type;
   r.n = n;
@@ -382,7 +382,7 @@ GlobalSegments reduce_segments(MPI_Comm comm, xr::Reducer& local, HostArray in, 
   if (root < 0 || c.rank == root) g.result = from_records(s, gathered.data(), count);
   std::uint64_t depth = part.rounding_depth;
   check(MPI_Allreduce(MPI_IN_PLACE, &depth, 1, MPI_UINT64_T, MPI_MAX, c.comm), "MPI_Allreduce");
-  fill_record(g.result, part, s, static_cast<std::uint64_t>(offsets.back() - offsets.front()),
+  fill_record(g.result, part.record, s, static_cast<std::uint64_t>(offsets.back() - offsets.front()),
               std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), SegmentKind::Offsets, c.size);
   g.result.rounding_depth = depth > 0 && !exact ? depth + static_cast<std::uint64_t>(c.size) : 0;
   g.result.bytes_read = in.n * size_of(in.type) + offsets.size() * sizeof(std::int64_t);
@@ -425,22 +425,19 @@ GlobalSegments reduce_axis(MPI_Comm comm, xr::Reducer& local, const HostMatrix& 
     SegmentedResult part = locally(c, [&] {
       return in.shape.rows == 0 ? SegmentedResult{} : local.reduce_axis(in, 1, op, options);
     });
-    std::vector<unsigned char> records(in.shape.rows * s.bytes);
-    const std::vector<unsigned char> empty = empty_record(s, options.accumulator);
-    for (std::uint64_t i = 0; i < in.shape.rows; ++i) {
-      if (part.count() > 0) to_record(s, part, i, records.data() + i * s.bytes);
-      else std::memcpy(records.data() + i * s.bytes, empty.data(), s.bytes);
-    }
+    const Result local_record = part.record;
     g.total = rows.total;
     if (root < 0) {
       g.first = rows.first[static_cast<std::size_t>(c.rank)];
-      g.result = from_records(s, records.data(), in.shape.rows);
+      g.result = in.shape.rows == 0 ? from_records(s, nullptr, 0) : std::move(part);
     } else {
+      std::vector<unsigned char> records(in.shape.rows * s.bytes);
+      for (std::uint64_t i = 0; i < in.shape.rows; ++i) to_record(s, part, i, records.data() + i * s.bytes);
       const std::vector<unsigned char> gathered = gather_records(c, records, rows, s.bytes, root);
       if (c.rank == root) g.result = from_records(s, gathered.data(), rows.total);
     }
-    fill_record(g.result, part, s, rows.total * cols, std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
-                SegmentKind::Rows, c.size);
+    fill_record(g.result, local_record, s, rows.total * cols,
+                std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), SegmentKind::Rows, c.size);
     g.result.bytes_read = in.shape.rows * cols * size_of(in.type);
     return g;
   }
@@ -520,8 +517,8 @@ GlobalSegments reduce_axis(MPI_Comm comm, xr::Reducer& local, const HostMatrix& 
   if (here) g.result = from_records(s, values.data(), cols);
   std::uint64_t depth = part.rounding_depth;
   check(MPI_Allreduce(MPI_IN_PLACE, &depth, 1, MPI_UINT64_T, MPI_MAX, c.comm), "MPI_Allreduce");
-  fill_record(g.result, part, s, rows.total * cols, std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
-              SegmentKind::Columns, c.size);
+  fill_record(g.result, part.record, s, rows.total * cols,
+              std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), SegmentKind::Columns, c.size);
   if (exact) g.result.record.kernel = "host exact states";
   g.result.rounding_depth = depth > 0 && !exact ? depth + static_cast<std::uint64_t>(c.size) : 0;
   g.result.bytes_read = in.shape.rows * cols * size_of(in.type);
