@@ -14,7 +14,9 @@
 //   XR_ACC_FLOAT 1 when the accumulator is a float type
 //   XR_FP64      1 when either type is double
 //   XR_IDENTITY  the op's identity in the accumulator type, as a literal
-//   XR_OP_<NAME> the op: XR_OP_SUM, XR_OP_PROD, XR_OP_MIN, XR_OP_MAX
+//   XR_OP_<NAME> the op: XR_OP_SUM, XR_OP_PROD, XR_OP_MIN, XR_OP_MAX (a mapped op's fold)
+//   XR_MAP_<NAME> a mapped op's map of each element before the fold (XR_MAPPED below), with
+//                XR_NAN_AS for XR_MAP_SKIP_NAN; absent on the passes over partial results
 //   XR_K       elements each work-item reduces per tile before the tree; 0: kernel argument k
 //   XR_CONTIG  1: work-item lid reads elements lid*K .. lid*K+K-1 of a tile (CPUs); 0: lid, lid+L, ...
 //   XR_VEC     0: tiles as below; W > 0: contiguous runs (CPUs), K / W accumulators of W lanes
@@ -120,18 +122,54 @@ typedef XR_OUT_T out_t;
 #define XR_DEFINE_OP(name, T, W) \
   inline T name(T a, T b) { return XR_STEP(a, b, W); }
 
-// Reading element i of p as acc_t (XR_LOAD), and W elements from p + i as a vector of acc_t
-// (XR_LOADV): f16 through vload_half, bf16 by a shift, every other type by a conversion.
+// Reading element i of p (XR_RAW) and W elements from p + i (XR_RAWV) in their compute type:
+// f16 through vload_half, bf16 by a shift (both to float), every other type as it is.
 #if XR_IN_HALF == 1
-#define XR_LOAD(p, i) vload_half((i), (p))
-#define XR_LOADV(W, p, i) XR_CAT(vload_half, W)(0, (p) + (i))
+#define XR_RAW(p, i) vload_half((i), (p))
+#define XR_RAWV(W, p, i) XR_CAT(vload_half, W)(0, (p) + (i))
 #elif XR_IN_HALF == 2
-#define XR_LOAD(p, i) as_float((uint)(p)[i] << 16)
-#define XR_LOADV(W, p, i) XR_CAT(as_float, W)(XR_CAT(convert_uint, W)(XR_CAT(vload, W)(0, (p) + (i))) << 16)
+#define XR_RAW(p, i) as_float((uint)(p)[i] << 16)
+#define XR_RAWV(W, p, i) XR_CAT(as_float, W)(XR_CAT(convert_uint, W)(XR_CAT(vload, W)(0, (p) + (i))) << 16)
 #else
-#define XR_LOAD(p, i) ((acc_t)(p)[i])
-#define XR_LOADV(W, p, i) XR_CAT(convert_, XR_CAT(XR_ACC_T, W))(XR_CAT(vload, W)(0, (p) + (i)))
+#define XR_RAW(p, i) ((p)[i])
+#define XR_RAWV(W, p, i) XR_CAT(vload, W)(0, (p) + (i))
 #endif
+#define XR_CONVERT(W, v) XR_CAT(convert_, XR_CAT(XR_ACC_T, W))(v)
+#if XR_IN_HALF
+typedef float raw_t;  // the compute type of an element
+#else
+typedef in_t raw_t;
+#endif
+
+// A value v of the compute type as acc_t (XR_MAPPED) or as a vector of W acc_t (XR_MAPPEDV),
+// through a mapped op's map where one is given (XR_MAP_<NAME>), as core's map_element:
+//   XR_MAP_SQUARE    v * v in the accumulator (integers wrap)
+//   XR_MAP_ABS       |v| (-0 to +0; integers wrap: |lowest| is lowest)
+//   XR_MAP_SKIP_NAN  NaN to XR_NAN_AS (+0 for sums, the identity for min and max)
+//   XR_MAP_NONZERO   1 where v != 0, else 0
+// A comparison gives 1 for true on scalars and -1 on vectors: `& 1` makes both 1.
+#if defined(XR_MAP_SQUARE)
+#define XR_MAPPEDV(W, v) XR_WRAP(XR_CONVERT(W, v), *, XR_CONVERT(W, v), W)
+#define XR_MAPPED(v) XR_MAPPEDV(, v)
+#elif defined(XR_MAP_ABS) && XR_ACC_FLOAT
+#define XR_MAPPEDV(W, v) fabs(XR_CONVERT(W, v))
+#define XR_MAPPED(v) XR_MAPPEDV(, v)
+#elif defined(XR_MAP_ABS)
+#define XR_MAPPEDV(W, v) XR_CAT(as_, XR_CAT(XR_ACC_T, W))(abs(XR_CONVERT(W, v)))
+#define XR_MAPPED(v) XR_MAPPEDV(, v)
+#elif defined(XR_MAP_SKIP_NAN)
+#define XR_MAPPEDV(W, v) select(XR_CONVERT(W, v), (XR_CAT(XR_ACC_T, W))(XR_NAN_AS), isnan(v))
+#define XR_MAPPED(v) (isnan(v) ? (acc_t)(XR_NAN_AS) : XR_CONVERT(, v))
+#elif defined(XR_MAP_NONZERO)
+#define XR_MAPPEDV(W, v) (XR_CONVERT(W, (v) != (raw_t)0) & (XR_CAT(XR_ACC_T, W))(1))
+#define XR_MAPPED(v) XR_MAPPEDV(, v)
+#else
+#define XR_MAPPEDV(W, v) XR_CONVERT(W, v)
+#define XR_MAPPED(v) XR_MAPPEDV(, v)
+#endif
+// Element i of p as acc_t (XR_LOAD), W elements from p + i as a vector of acc_t (XR_LOADV).
+#define XR_LOAD(p, i) XR_MAPPED(XR_RAW(p, i))
+#define XR_LOADV(W, p, i) XR_MAPPEDV(W, XR_RAWV(W, p, i))
 // Storing v as element i of an out_t array: f16 by vstore_half, bf16 as the top of its bits
 // (exact either way: min and max of these types are values of the type).
 #if XR_OUT_HALF == 1
@@ -153,7 +191,7 @@ XR_DEFINE_OP(xr_op_pack, acc_pack_t, XR_PACK)
 #if XR_IN_HALF
 // A pack of f16 or bf16 is loaded as its 16 bytes of bits, then converted in registers.
 typedef XR_CAT(ushort, XR_PACK) in_pack_t;
-inline acc_pack_t xr_pack_value(in_pack_t bits) {
+inline XR_CAT(float, XR_PACK) xr_pack_raw(in_pack_t bits) {
 #if XR_IN_HALF == 1
   return XR_CAT(vload_half, XR_PACK)(0, (const __private half*)&bits);
 #else
@@ -162,8 +200,9 @@ inline acc_pack_t xr_pack_value(in_pack_t bits) {
 }
 #else
 typedef XR_CAT(XR_IN_T, XR_PACK) in_pack_t;
-#define xr_pack_value(bits) XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_PACK))(bits)
+#define xr_pack_raw(bits) (bits)
 #endif
+#define xr_pack_value(bits) XR_MAPPEDV(XR_PACK, xr_pack_raw(bits))
 #endif
 
 __kernel void xr_reduce(__global const in_t* in, ulong offset, ulong n, __global out_t* out,

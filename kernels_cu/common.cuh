@@ -15,11 +15,20 @@ namespace xr::kern {
 using u64 = std::uint64_t;
 
 // The identity of O in type T (core's definition; constexpr, so usable on the device with
-// --expt-relaxed-constexpr).
+// --expt-relaxed-constexpr). Core's xr::identity(op) and xr::empty_value(op) take the op at run
+// time and look it up in core's op table (fold_of), which is host memory: device code calling
+// them reads a host address. These name the fold at compile time (OpFn<fold_of(O)>) instead.
 // For a pair op, T is its record (xr::Located, xr::Bounds) and the identity PairFn's.
 template <xr::Op O, class T> __device__ __forceinline__ T ident() {
   if constexpr (xr::is_pair(O)) return xr::PairFn<O>::template identity<typename T::element_type>();
-  else return xr::identity<T>(O);
+  else return xr::OpFn<xr::fold_of(O)>::template identity<T>();
+}
+
+// The value of a reduction of no elements, as core's empty_value: the identity, but +0 for a
+// float sum (whose identity is -0).
+template <xr::Op O, class T> __device__ __forceinline__ T empty_value() {
+  if constexpr (xr::is_float_v<T> && xr::fold_of(O) == xr::Op::Sum) return T(0.0f);
+  else return ident<O, T>();
 }
 
 template <xr::Op O, class T> __device__ __forceinline__ T apply(T a, T b) {

@@ -80,6 +80,7 @@ template <Deal D, class In> __device__ __forceinline__ Pack<In> load_pack(const 
 template <class Acc, class In, unsigned K>
 __device__ __forceinline__ Acc sum_byte_packs(const Pack<In> (&r)[K]) {
   static_assert(K <= 64, "a 32-bit sum holds 64 packs of bytes");
+  static_assert(std::is_integral_v<In>, "raw bytes only: a mapped element (xr::Mapped) converts one by one");
   using Word = std::conditional_t<std::is_signed_v<In>, int, unsigned>;
   constexpr Word kOnes = 0x01010101;
   Word sum = 0;
@@ -96,10 +97,12 @@ __device__ __forceinline__ Acc sum_byte_packs(const Pack<In> (&r)[K]) {
 // Combines the elements of K packs as a balanced tree (shorter rounding chains and more
 // instruction-level parallelism than a running sum). Min and max of f16 and bf16 compare in
 // float (compute_t): each element is converted once, and the winner, an input, converts back
-// exactly.
+// exactly. An element of xr::Mapped<T, M> is mapped by that one conversion (map_element in
+// Work); the byte sums read raw bytes, so they take plain i8 and u8 alone.
 template <xr::Op O, class Acc, class In, unsigned K>
 __device__ __forceinline__ Acc reduce_packs(const Pack<In> (&r)[K]) {
-  if constexpr (O == xr::Op::Sum && std::is_integral_v<In> && sizeof(In) == 1) return sum_byte_packs<Acc>(r);
+  if constexpr (O == xr::Op::Sum && !xr::is_mapped_v<In> && std::is_integral_v<In> && sizeof(In) == 1)
+    return sum_byte_packs<Acc>(r);
   using Work = xr::compute_t<Acc>;
   constexpr unsigned V = Pack<In>::size, M = K * V;
   Work t[M];

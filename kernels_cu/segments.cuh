@@ -23,7 +23,7 @@ struct Range {
 // A segment's value: its reduction, or the op's empty value when it has no elements (float sums
 // start from -0 so that a sum of -0 terms stays -0, but the empty sum is +0).
 template <xr::Op O, class Acc> __device__ __forceinline__ Acc segment_value(Acc acc, u64 length) {
-  return length ? acc : xr::empty_value<Acc>(O);
+  return length ? acc : empty_value<O, Acc>();
 }
 
 // One element through the read-only data cache (__ldg); f16 and bf16 as their 16 bits.

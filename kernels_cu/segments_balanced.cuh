@@ -257,7 +257,7 @@ __global__ void __launch_bounds__(256, 2)
       const bool here = end_at < p0 + tile;
       if (here) {
         if (end_at == end_before) {
-          out[k] = xr::empty_value<Acc>(O);
+          out[k] = empty_value<O, Acc>();
         } else {
           const unsigned q = static_cast<unsigned>(end_at - p0);
           atomicOr(ends + q / 32, 1u << (q % 32));

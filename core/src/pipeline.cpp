@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -192,6 +195,24 @@ void fill_identity(Result& r, std::string_view backend, std::uint64_t n, Op op, 
   // A float product's every multiplication rounds the whole product, whatever the order: its
   // error grows with n - 1, not with the chain length.
   if (op == Op::Prod) r.rounding_depth = std::max(r.rounding_depth, n);
+  // A float square rounds once before its sum (or not at all, where the sum fuses it).
+  if (map_of(op) == ElementMap::Square && is_float(type) && n > 0) r.rounding_depth += 1;
+}
+
+bool needs_nan_twin(Op op, const Scalar& value) {
+  if (map_of(op) != ElementMap::SkipNaN || fold_of(op) == Op::Sum || !is_float(value.type)) return false;
+  const double identity = fold_of(op) == Op::Min ? HUGE_VAL : -HUGE_VAL;
+  return value.f == identity;
+}
+
+Op nan_twin(Op op) {
+  if (op == Op::NanMin) return Op::NanMax;
+  if (op == Op::NanMax) return Op::NanMin;
+  throw std::invalid_argument("xr::nan_twin: " + std::string(to_string(op)) + " has no twin");
+}
+
+void settle_with_twin(Result& r, const Scalar& twin) {
+  if (needs_nan_twin(nan_twin(r.op), twin)) r.value.f = std::numeric_limits<double>::quiet_NaN();
 }
 
 Result run_chunks(ChunkDevice& device, ChunkSource& source, Op op, const RunOptions& options,
@@ -283,6 +304,13 @@ Result Reducer::reduce(ChunkSource& source, Op op, const RunOptions& options) {
   } else {
     std::lock_guard lock(mutex_);
     r = detail::run_chunks(chunks, source, op, options, k, resident);
+    if (detail::needs_nan_twin(op, r.value)) {
+      RunOptions once = options;
+      once.warmup = 0;
+      once.repeat = 1;
+      r.op = op;
+      detail::settle_with_twin(r, detail::run_chunks(chunks, source, detail::nan_twin(op), once, k, resident).value);
+    }
   }
   detail::fill_identity(r, backend(), source.size(), op, source.type());
   r.device = device();

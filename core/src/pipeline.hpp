@@ -113,6 +113,16 @@ class ChunkDevice {
   virtual std::string describe(const ChunkPlan& plan) const = 0;
 };
 
+// nanmin and nanmax of a float type give their fold's identity (+inf, -inf) both where every
+// element is NaN and where the extreme is that infinity. Where the value is that identity, the
+// op's twin (nanmax for nanmin) over the same input settles it: the input is all NaN exactly
+// when the twin gives its own identity too (no non-empty set of numbers has min +inf and max
+// -inf). A second reduction in that case alone.
+bool needs_nan_twin(Op op, const Scalar& value);
+Op nan_twin(Op op);
+// The value of `r` once its twin gave `twin`: NaN where both are their identities.
+void settle_with_twin(Result& r, const Scalar& twin);
+
 // Runs the plan: warmup + repeat passes over the chunks, timed; fills every Result field.
 Result run_chunks(ChunkDevice& device, ChunkSource& source, Op op, const RunOptions& options,
                   const KernelInfo& kernel, bool resident);

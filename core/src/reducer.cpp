@@ -25,6 +25,8 @@ void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n,
   if (exact && is_pair(op))
     throw InvalidArgument("exact mode covers sums; " + std::string(to_string(op)) +
                           " compares values and is exact without it");
+  if (exact && is_mapped(op))
+    throw InvalidArgument("exact mode covers sum; " + std::string(to_string(op)) + " has no exact mode");
   if (exact && op == Op::Prod && is_float(type))
     throw InvalidArgument("exact mode covers sums; a float product has no exact mode");
   if (exact && exact_applies(op, type) && !kernel.exact && kernel.kind != KernelKind::Probe)

@@ -162,6 +162,102 @@ template <class T> class ReferenceState {
   Wide wide_ = 0;                              // sums of narrow integers in 64 bits (wrapping)
 };
 
+// The reference of a mapped op (XR_MAPPED_OPS): every element mapped, then folded. Float sums
+// of mapped values are exact: a square goes to the exact sum as its two exact parts (x * x and
+// its FMA remainder), an absolute value or a number as it is; their rounding to the result type
+// happens once. Integer sums wrap in the accumulator as the semantics say; min and max keep the
+// input type, and NaN where no element is a number.
+template <class T> class MappedReference {
+ public:
+  MappedReference(Op op, Accumulator acc) : op_(op), acc_(acc), extreme_(identity<T>(op)) {}
+
+  void add(const T* x, std::uint64_t n) {
+    n_ += n;
+    visit_mapped(op_, [&](auto fn) {
+      using F = decltype(fn);
+      constexpr Op O = F::op;
+      if constexpr (F::fold != Op::Sum) {
+        for (std::uint64_t i = 0; i < n; ++i) {
+          numbers_ += !is_nan(x[i]);
+          extreme_ = OpFn<F::fold>::apply(extreme_, map_element<O, T>(x[i]));
+        }
+      } else if constexpr (is_float_v<accumulator_t<O, T, Accumulator::Wide>>) {
+        for (std::uint64_t i = 0; i < n; ++i) add_exact_term<O>(x[i]);
+      } else if (acc_ == Accumulator::Native) {
+        for (std::uint64_t i = 0; i < n; ++i) wrap_add(map_element<O, accumulator_t<O, T, Accumulator::Native>>(x[i]));
+      } else {
+        for (std::uint64_t i = 0; i < n; ++i) wrap_add(map_element<O, accumulator_t<O, T, Accumulator::Wide>>(x[i]));
+      }
+    });
+  }
+
+  Reference finish() const {
+    Reference ref;
+    ref.n = n_;
+    ref.op = op_;
+    ref.type = dtype_of<T>;
+    const DType out = result_dtype(op_, dtype_of<T>, acc_);
+    if (fold_of(op_) != Op::Sum) {
+      ref.value = Scalar::of<T>(extreme_);
+      if (is_float_v<T> && n_ > 0 && numbers_ == 0) ref.value.f = std::numeric_limits<double>::quiet_NaN();
+    } else if (is_float(out)) {
+      ref.value = n_ == 0 ? empty_scalar(op_, out) : detail::round_exact(sum_.raw(), out);
+      ref.magnitude = magnitude_;
+    } else {
+      ref.value = visit_dtype(out, [&](auto t) { return Scalar::of(static_cast<decltype(t)>(bits_)); });
+    }
+    return ref;
+  }
+
+ private:
+  static bool is_nan(T x) {
+    if constexpr (is_float_v<T>) return std::isnan(static_cast<double>(static_cast<compute_t<T>>(x)));
+    else return false;
+  }
+  template <Op O> void add_exact_term(T x) {
+    const double v = static_cast<double>(static_cast<compute_t<T>>(x));
+    if (std::isnan(v) && map_of(O) == ElementMap::SkipNaN) {
+      sum_.add(0.0);  // +0, as map_element makes it
+      return;
+    }
+    if constexpr (map_of(O) == ElementMap::Square) {
+      const double hi = v * v;
+      sum_.add(hi);
+      if (std::isfinite(hi)) sum_.add(std::fma(v, v, -hi));
+      magnitude_ += hi;
+    } else {
+      const double term = map_of(O) == ElementMap::Abs ? std::fabs(v) : v;
+      sum_.add(term);
+      magnitude_ += std::fabs(term);
+    }
+  }
+  template <class A> void wrap_add(A term) {
+    bits_ += static_cast<std::uint64_t>(term);
+    if constexpr (sizeof(A) < 8) bits_ = static_cast<std::uint64_t>(static_cast<A>(bits_));
+  }
+
+  Op op_;
+  Accumulator acc_;
+  std::uint64_t n_ = 0;
+  std::uint64_t numbers_ = 0;  // min, max: elements that are not NaN
+  T extreme_;                  // min, max
+  ExactSum sum_;               // float sums: the exact sum of the mapped values
+  double magnitude_ = 0;       // float sums: sum |mapped value|
+  std::uint64_t bits_ = 0;     // integer sums: the accumulator's bits, wrapped as it wraps
+};
+
+// A reference state of (op, T) run over pieces of the input in order: the mapped or the plain one.
+template <class T, class Feed> Reference run_reference(Op op, Accumulator acc, Feed&& feed) {
+  if (is_mapped(op)) {
+    MappedReference<T> state(op, acc);
+    feed(state);
+    return state.finish();
+  }
+  ReferenceState<T> state(op, acc);
+  feed(state);
+  return state.finish();
+}
+
 // (1 + u)^k - 1: the relative error after k roundings of unit roundoff u.
 double growth(double k, double u) { return std::expm1(k * std::log1p(u)); }
 
@@ -171,9 +267,7 @@ Reference reference_reduce(HostArray in, Op op, Accumulator acc) {
   require_value_exists(op, in.n);
   return visit_dtype(in.type, [&](auto zero) {
     using T = decltype(zero);
-    ReferenceState<T> state(op, acc);
-    state.add(static_cast<const T*>(in.data), in.n);
-    return state.finish();
+    return run_reference<T>(op, acc, [&](auto& state) { state.add(static_cast<const T*>(in.data), in.n); });
   });
 }
 
@@ -183,15 +277,15 @@ Reference reference_reduce(ChunkSource& source, Op op, Accumulator acc, std::uin
   if (const void* memory = source.memory()) return reference_reduce(HostArray{memory, n, source.type()}, op, acc);
   return visit_dtype(source.type(), [&](auto zero) {
     using T = decltype(zero);
-    ReferenceState<T> state(op, acc);
     const std::uint64_t chunk = std::max<std::uint64_t>(1, std::min<std::uint64_t>(n, chunk_bytes / sizeof(T)));
     std::vector<T> buffer(chunk);
-    for (std::uint64_t first = 0; first < n; first += chunk) {
-      const std::uint64_t len = std::min(chunk, n - first);
-      source.read(first, len, buffer.data());
-      state.add(buffer.data(), len);
-    }
-    return state.finish();
+    return run_reference<T>(op, acc, [&](auto& state) {
+      for (std::uint64_t first = 0; first < n; first += chunk) {
+        const std::uint64_t len = std::min(chunk, n - first);
+        source.read(first, len, buffer.data());
+        state.add(buffer.data(), len);
+      }
+    });
   });
 }
 
@@ -250,7 +344,8 @@ Agreement check_result(const Result& result, const Reference& ref, bool exact) {
                ", reference " + both(want, ref.index, ref.maximum);
     return a;
   }
-  if (exact && is_float(want.type) && ref.op == Op::Sum) {
+  const Op fold = fold_of(ref.op);
+  if (exact && is_float(want.type) && fold == Op::Sum) {
     a.ok = got.same_bits(want);
     if (a.ok) a.detail = "bit-identical: " + got.to_string();
     else if (std::isnan(got.f) || std::isnan(want.f)) describe("differs");
@@ -258,13 +353,13 @@ Agreement check_result(const Result& result, const Reference& ref, bool exact) {
                     ", exact " + want.to_string();
     return a;
   }
-  const bool rounded = is_float(want.type) && (ref.op == Op::Sum || ref.op == Op::Prod);
+  const bool rounded = is_float(want.type) && (fold == Op::Sum || fold == Op::Prod);
   if (!rounded) {
     a.ok = is_float(want.type) ? (got.f == want.f || (std::isnan(got.f) && std::isnan(want.f))) : got.i == want.i;
     describe(a.ok ? "exact" : "differs");
     return a;
   }
-  if (ref.op == Op::Sum && std::isfinite(want.f) && !std::isfinite(got.f)) {
+  if (fold == Op::Sum && std::isfinite(want.f) && !std::isfinite(got.f)) {
     a.overflow = true;
     a.error = a.bound = std::numeric_limits<double>::infinity();
     a.detail = "overflow: the plain " + std::string(to_string(want.type)) + " sum overflowed to " + got.to_string() +
@@ -283,7 +378,7 @@ Agreement check_result(const Result& result, const Reference& ref, bool exact) {
     return a;
   }
   // A zero sum's sign is part of its value: -0 only when every term was -0, in any order.
-  if (ref.op == Op::Sum && got.f == 0 && want.f == 0 && std::signbit(got.f) != std::signbit(want.f)) {
+  if (fold == Op::Sum && got.f == 0 && want.f == 0 && std::signbit(got.f) != std::signbit(want.f)) {
     describe("sign of zero differs");
     return a;
   }
@@ -292,7 +387,7 @@ Agreement check_result(const Result& result, const Reference& ref, bool exact) {
                                               : std::numeric_limits<double>::denorm_min();
   const double depth = static_cast<double>(result.rounding_depth ? result.rounding_depth : ref.n) + 1.0;
   a.error = std::fabs(got.f - want.f);
-  if (ref.op == Op::Sum) a.bound = growth(depth, u) * ref.magnitude + u * std::fabs(want.f) + depth * tiny;
+  if (fold == Op::Sum) a.bound = growth(depth, u) * ref.magnitude + u * std::fabs(want.f) + depth * tiny;
   else a.bound = growth(depth, u) * ref.magnitude + depth * tiny;
   a.ok = a.error <= a.bound;
   describe(a.ok ? "within bound" : "outside bound");

@@ -74,9 +74,17 @@ void reference_pairs(const void* data, const SegmentLayout& layout, SegmentRefer
   });
 }
 
+// Segmented reductions take the folds and the pair ops; a mapped op is refused by name.
+void require_unmapped(Op op) {
+  if (is_mapped(op))
+    throw InvalidArgument("reference_segments: segmented reductions do not take " + std::string(to_string(op)) +
+                          " (a mapped op); whole arrays do");
+}
+
 }  // namespace
 
 SegmentReference reference_segments(HostArray data, const SegmentLayout& layout, Op op, Accumulator acc) {
+  require_unmapped(op);
   if (layout.span() > data.n)
     throw InvalidArgument("reference_segments: the layout reaches element " + std::to_string(layout.span()) +
                           " of an input of " + std::to_string(data.n));
@@ -422,6 +430,7 @@ void stream_columns(ChunkSource& source, const SegmentLayout& l, Op op, Accumula
 
 SegmentReference reference_segments(ChunkSource& source, const SegmentLayout& layout, Op op, Accumulator acc,
                                     std::uint64_t chunk_bytes) {
+  require_unmapped(op);
   if (const void* memory = source.memory())
     return reference_segments(HostArray{memory, source.size(), source.type()}, layout, op, acc);
   if (layout.span() > source.size())

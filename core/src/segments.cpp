@@ -629,6 +629,10 @@ KernelInfo check_segment_call(SegmentDevice& device, std::string_view backend, c
     for (const auto& other : kernels)
       if (std::find(other.ops.begin(), other.ops.end(), op) != other.ops.end())
         takers += (takers.empty() ? "" : ", ") + other.name;
+    if (takers.empty())
+      throw InvalidArgument(std::string(backend) + " segment strategy '" + k.name + "' does not take " +
+                            std::string(to_string(op)) + ": no segment strategy does (" +
+                            std::string(to_string(op)) + " reduces whole arrays)");
     throw InvalidArgument(std::string(backend) + " segment strategy '" + k.name + "' does not take " +
                           std::string(to_string(op)) + " (strategies that do: " + takers + ")");
   }

@@ -114,7 +114,7 @@ void allreduce(MPI_Comm comm, const void* send, void* recv, std::uint64_t count,
   const bool exact = options.exact && op == Op::Sum && is_float(type);
   std::exception_ptr bad;
   try {
-    if (is_pair(op))
+    if (is_pair(op) || is_mapped(op))
       throw InvalidArgument("mpi: allreduce: " + std::string(to_string(op)) +
                             " is not element-wise; allreduce takes sum, prod, min and max");
     if (count > 0 && (send == nullptr || recv == nullptr))

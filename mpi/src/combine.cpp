@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -74,8 +75,12 @@ Scalar scalar_of_word(DType type, std::int64_t w) {
 // Float sums and products are not associative: their values are combined in rank order by each
 // rank itself, never inside MPI's reduction tree.
 bool folded_in_rank_order(Op op, DType value_type, bool exact) {
-  return is_float(value_type) && (op == Op::Sum || op == Op::Prod) && !exact;
+  return is_float(value_type) && (fold_of(op) == Op::Sum || fold_of(op) == Op::Prod) && !exact;
 }
+
+// nanmin and nanmax of a float type: a rank whose elements are all NaN holds no number (its
+// value, NaN, is left out as an empty rank's is); where no rank holds one, the result is NaN.
+bool skips_nan(Op op, DType value_type) { return map_of(op) == ElementMap::SkipNaN && fold_of(op) != Op::Sum && is_float(value_type); }
 
 // A pair op's records, left (lower ranks) and right, into right. The ranks of a record are
 // contiguous and left's come first (the ordered MPI_Op), so right's index moves by left's count.
@@ -136,7 +141,7 @@ void merge(const std::int64_t* left, std::int64_t* right) {
     right[kValue] = left[kValue];
     return;
   }
-  visit_fold(sig_op(sig), [&](auto fn) {
+  visit_fold(fold_of(sig_op(sig)), [&](auto fn) {
     visit_dtype(sig_value_type(sig), [&](auto t) {
       using T = decltype(t);
       right[kValue] = word_of<T>(decltype(fn)::apply(value_of<T>(left[kValue]), value_of<T>(right[kValue])));
@@ -168,7 +173,7 @@ void fill(Record& rec, const Part& part, int rank, int size) {
   rec[kKernelMs] = from_double(r.kernel_ms);
   rec[kTotalMs] = from_double(r.total_ms > 0 ? r.total_ms : r.kernel_ms);
   rec[kMagnitude] = from_double(part.magnitude);
-  rec[kHasValue] = r.n > 0;
+  rec[kHasValue] = r.n > 0 && !(skips_nan(r.op, r.value.type) && std::isnan(r.value.f));
   if (r.n > 0) rec[kValue] = word_of_scalar(r.value);
   if (r.n > 0 && is_pair(r.op)) rec[kSecond] = r.op == Op::MinMax ? word_of_scalar(r.maximum) : r.index;
   if (exact) {
@@ -222,7 +227,8 @@ Combined Wire::combine(MPI_Comm comm, const Part& part, int root) const {
   // -0) and of NaNs the one in rank order wins, and an index moves by the counts of the ranks
   // before it, whatever tree MPI uses; every other merge is commutative. The choice follows the
   // op every rank passes (as MPI_Allreduce needs one op on every rank).
-  const MPI_Op mpi_op = part.op == Op::Min || part.op == Op::Max || is_pair(part.op) ? ordered_ : commutative_;
+  const Op fold = fold_of(part.op);
+  const MPI_Op mpi_op = fold == Op::Min || fold == Op::Max || is_pair(part.op) ? ordered_ : commutative_;
   if (root < 0) {
     check(MPI_Allreduce(mine, all, 1, record_, mpi_op, comm), "MPI_Allreduce");
   } else {
@@ -261,7 +267,7 @@ Combined Wire::combine(MPI_Comm comm, const Part& part, int root) const {
           all[kValue] = p[1];
           continue;
         }
-        visit_fold(op, [&](auto fn) {
+        visit_fold(fold_of(op), [&](auto fn) {
           visit_dtype(value_type, [&](auto t) {
             using T = decltype(t);
             all[kValue] = word_of<T>(decltype(fn)::apply(value_of<T>(all[kValue]), value_of<T>(p[1])));
@@ -291,6 +297,9 @@ Combined Wire::combine(MPI_Comm comm, const Part& part, int root) const {
     else if (is_pair(op)) c.index = all[kSecond];
     // Rank order adds one rounding per further rank to the deepest rank's chain.
     if (folded_in_rank_order(op, value_type, false) && c.nonempty > 1) c.depth += static_cast<std::uint64_t>(c.nonempty - 1);
+  } else if (c.n > 0) {  // elements, none of them a number: nanmin or nanmax of NaNs alone
+    c.value = scalar_of_word(value_type, mine[kValue]);
+    c.value.f = std::numeric_limits<double>::quiet_NaN();
   } else {  // no rank held an element: the op's empty value (sum and product only get here)
     c.value = visit_dtype(value_type, [&](auto t) { return Scalar::of(empty_value<decltype(t)>(op)); });
   }

@@ -144,7 +144,7 @@ std::optional<GlobalResult> finish(MPI_Comm comm, const detail::Wire& wire, cons
   r.exact_state = c.exact_state;
   r.finish = std::to_string(g.ranks) + " ranks: " +
              (c.exact_state ? "exact states merged by an MPI_Op"
-              : is_float(r.value.type) && (r.op == Op::Sum || r.op == Op::Prod)
+              : is_float(r.value.type) && (fold_of(r.op) == Op::Sum || fold_of(r.op) == Op::Prod)
                   ? "values combined in rank order"
                   : "values merged by an MPI_Op");
   r.launches = local.launches;

@@ -1,6 +1,7 @@
 // The helpers the CUDA suite's files share (test_cuda.cpp, test_cuda_device.cpp): device buffers,
-// inputs, a host reference of each op in the result type, the sizes, accumulators and block sizes
-// the loops run, and what auto's record names.
+// inputs, a host reference of each fold in the result type (core's reference for the pair and
+// mapped ops), the sizes, accumulators and block sizes the loops run, and what auto's record
+// names.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -100,6 +101,26 @@ template <class T> Ref<T> host_reduce(const std::vector<T>& v, Op op, Accumulato
   return r;
 }
 
+// Whether a reduction of no elements has a value (sum, prod and the mapped sums), else EmptyInput.
+inline bool empty_has_value(Op op) { return xr::op_info(op).empty_has_value; }
+
+// The record of a reduction of v against core's reference `ref` of it (check_result's rules).
+template <class T>
+inline void check_reference(const xr::Result& res, const std::vector<T>& v, const xr::Reference& ref, Accumulator acc,
+                            const std::string& what) {
+  INFO(what << " n=" << v.size() << " op=" << xr::to_string(ref.op) << " type=" << xr::to_string(xr::dtype_of<T>)
+            << " kernel=" << res.kernel << " value=" << res.value.to_string());
+  CHECK(res.value.type == xr::result_dtype(ref.op, xr::dtype_of<T>, acc));
+  CHECK(res.n == v.size());
+  CHECK(res.backend == "cuda");
+  const xr::Agreement a = xr::check_result(res, ref);
+  CHECK_MESSAGE(a.ok, a.detail);
+}
+
+inline xr::Reference reference_of(const void* data, u64 n, DType type, Op op, Accumulator acc) {
+  return xr::reference_reduce(xr::HostArray{data, n, type}, op, acc);
+}
+
 template <class T>
 inline void check_value(const xr::Result& res, const std::vector<T>& v, Op op, Accumulator acc, const std::string& what) {
   INFO(what << " n=" << v.size() << " op=" << xr::to_string(op) << " type=" << xr::to_string(xr::dtype_of<T>)
@@ -108,8 +129,10 @@ inline void check_value(const xr::Result& res, const std::vector<T>& v, Op op, A
   CHECK(res.n == v.size());
   CHECK(res.backend == "cuda");
   CHECK(res.launches >= (v.empty() ? 0 : 1));  // an empty host input launches nothing
-  if (xr::is_pair(op)) {  // the value and its index, or the min and the max: exactly the reference's
-    const xr::Agreement a = xr::check_result(res, xr::reference_reduce(xr::HostArray{v.data(), v.size(), xr::dtype_of<T>}, op));
+  // Pair ops: the value and its index, or the min and the max, exactly the reference's. Mapped
+  // ops: the reference maps every element (sums within check_result's bound).
+  if (xr::is_pair(op) || xr::is_mapped(op)) {
+    const xr::Agreement a = xr::check_result(res, reference_of(v.data(), v.size(), xr::dtype_of<T>, op, acc));
     CHECK_MESSAGE(a.ok, a.detail);
     return;
   }

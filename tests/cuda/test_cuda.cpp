@@ -1,6 +1,6 @@
 // CUDA backend tests that the cross-backend suite cannot express: data already on the device.
 // This file: the ladder's rows, every rung, op, type and block size on device pointers, NaN,
-// multi-pass and nested launches, misaligned pointers; test_cuda_device.cpp: the asynchronous
+// multi-pass and nested launches, misaligned pointers, the mapped ops; test_cuda_device.cpp: the asynchronous
 // forms on a stream, graphs, tiles, errors, device memory limits, the streamed host path and
 // 64-bit indexing. Shared helpers: cuda_checks.hpp.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -59,7 +60,7 @@ TEST_CASE("device pointer API: auto, every type, op and size") {
           DevBuf<T> d(h);
           xr::RunOptions opt;
           opt.accumulator = acc;
-          if (n == 0 && op != Op::Sum && op != Op::Prod) {
+          if (n == 0 && !empty_has_value(op)) {
             CHECK_THROWS_AS(xr::cuda::reduce(d.p, n, op, nullptr, opt), xr::EmptyInput);
             continue;
           }
@@ -81,7 +82,7 @@ TEST_CASE("every rung, op and type, default and non-power-of-two block sizes, de
       for (Op op : xr::all_ops) {
         if (!k.supports(op, xr::dtype_of<T>)) continue;
         for (u64 n : sizes) {
-          if (n == 0 && op != Op::Sum && op != Op::Prod) continue;
+          if (n == 0 && !empty_has_value(op)) continue;
           if (k.name == "atomic_global" && n > 2000 && op != Op::Sum) continue;  // CAS loops: slow, not wrong
           for (Accumulator acc : accumulators(op, xr::dtype_of<T>)) {
             const auto h = make_data<T>(n, op, 2);
@@ -221,20 +222,196 @@ TEST_CASE("auto on misaligned device pointers (offset 1, 2, 3 elements)") {
     for (u64 offset : {1, 2, 3})
       // The last size is past 64 MiB, where auto switches to block segments with streaming loads.
       for (u64 n : {u64(0), u64(1), u64(2), u64(3), u64(5), u64(7), u64(31), u64(1000), u64((1u << 20) + 7),
-                    u64((u64(64) << 20) / sizeof(T) + 7)})
+                    u64((u64(64) << 20) / sizeof(T) + 7)}) {
+        // One input for products, one for every other op (make_data differs for products alone).
+        const auto values = make_data<T>(n, Op::Sum, 5 + offset), factors = make_data<T>(n, Op::Prod, 5 + offset);
+        const DevBuf<T> d_values(values, offset), d_factors(factors, offset);
         for (Op op : xr::all_ops) {
-          if (n == 0 && op != Op::Sum && op != Op::Prod) continue;
-          const auto h = make_data<T>(n, op, 5 + offset);
-          DevBuf<T> d(h, offset);
+          if (n == 0 && !empty_has_value(op)) continue;
+          const auto& h = op == Op::Prod ? factors : values;
+          const DevBuf<T>& d = op == Op::Prod ? d_factors : d_values;
+          // A mapped op's reference (an exact sum of up to 2^26 elements) once for every kernel.
+          const std::optional<xr::Reference> ref =
+              xr::is_mapped(op) ? std::optional(reference_of(h.data(), n, xr::dtype_of<T>, op, Accumulator::Wide))
+                                : std::nullopt;
           for (const char* kernel : {"auto", "vector", "single_pass", "dynamic_tiles", "bulk_copy", "bulk_tiles"}) {
             if (xr::is_pair(op) && std::string(kernel) != "auto") continue;  // auto's alone
+            // The mapped ops past 64 MiB: auto's layout alone (their smaller sizes take every rung).
+            if (xr::is_mapped(op) && n * sizeof(T) >= (u64(64) << 20) && std::string(kernel) != "auto") continue;
             xr::RunOptions opt;
             opt.kernel = kernel;
-            check_value(xr::cuda::reduce(d.p + offset, n, op, nullptr, opt), h, op, Accumulator::Wide,
-                        std::string(kernel) + " offset " + std::to_string(offset));
+            const xr::Result res = xr::cuda::reduce(d.p + offset, n, op, nullptr, opt);
+            const std::string what = std::string(kernel) + " offset " + std::to_string(offset);
+            if (ref) check_reference(res, h, *ref, Accumulator::Wide, what);
+            else check_value(res, h, op, Accumulator::Wide, what);
           }
         }
+      }
   });
+}
+
+// Inputs for the mapped ops: floats with NaN, -0, +0 and negative values; integers with 0,
+// negative values and the type's extremes (|lowest| and the squares wrap).
+template <class T> std::vector<T> mapped_data(u64 n, u64 seed) {
+  std::mt19937_64 rng(seed * 7919 + n);
+  std::vector<T> v(n);
+  for (auto& x : v) {
+    const unsigned pick = static_cast<unsigned>(rng() % 16);
+    if constexpr (std::is_integral_v<T>) {
+      if (pick == 0) x = 0;
+      else if (pick == 1) x = std::numeric_limits<T>::lowest();
+      else if (pick == 2) x = std::numeric_limits<T>::max();
+      else x = static_cast<T>(std::uniform_int_distribution<long long>(-1000, 1000)(rng));
+    } else {
+      using C = xr::compute_t<T>;
+      const C value = pick == 0   ? std::numeric_limits<C>::quiet_NaN()
+                      : pick == 1 ? C(-0.0)
+                      : pick == 2 ? C(0.0)
+                                  : static_cast<C>(std::uniform_real_distribution<double>(-4.0, 4.0)(rng));
+      x = static_cast<T>(value);
+    }
+  }
+  return v;
+}
+
+// The rungs that take the mapped ops: the grid family and auto (drivers.cuh: maps_elements).
+const std::vector<std::string> kMappingRungs{"cascade",       "shuffle",   "vector",     "single_pass",
+                                             "dynamic_tiles", "bulk_copy", "bulk_tiles", "auto"};
+
+TEST_CASE("mapped ops: NaN, -0 and negative values on auto, cascade and vector, every type and size") {
+  auto reducer = xr::make_reducer("cuda");
+  // Up to more than one block's share of every rung (auto: 256 threads x 4 packs of 16 bytes).
+  const std::vector<u64> sizes{0, 1, 2, 7, 33, 1025, 4099, 100003};
+  xr::for_each_dtype([&](auto t) {
+    using T = decltype(t);
+    constexpr DType type = xr::dtype_of<T>;
+    for (u64 n : sizes) {
+      const auto h = mapped_data<T>(n, 8);
+      DevBuf<T> d(h);
+      for (Op op : xr::mapped_ops) {
+        if (n == 0 && !empty_has_value(op)) {  // nanmin, nanmax
+          CHECK_THROWS_AS(xr::cuda::reduce(d.p, n, op), xr::EmptyInput);
+          continue;
+        }
+        for (Accumulator acc : accumulators(op, type)) {
+          const xr::Reference ref = reference_of(h.data(), n, type, op, acc);
+          for (const char* kernel : {"auto", "cascade", "vector"}) {
+            xr::RunOptions opt;
+            opt.kernel = kernel;
+            opt.accumulator = acc;
+            const std::string what = std::string(kernel) + (acc == Accumulator::Native ? " native" : " wide");
+            const xr::Result res = xr::cuda::reduce(d.p, n, op, nullptr, opt);
+            CHECK(res.op == op);
+            check_reference(res, h, ref, acc, what);
+            check_reference(reducer->reduce(std::span<const T>(h), op, opt), h, ref, acc, what + " host span");
+          }
+          // Chunks of 1000: their cells combine on the device by the op's fold, not the op.
+          for (xr::HostPath path : {xr::HostPath::Resident, xr::HostPath::Stream}) {
+            xr::RunOptions opt;
+            opt.accumulator = acc;
+            opt.chunk_elements = 1000;
+            opt.host_path = path;
+            check_reference(reducer->reduce(std::span<const T>(h), op, opt), h, ref, acc,
+                            path == xr::HostPath::Stream ? "auto streamed in chunks" : "auto resident in chunks");
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("nanmin and nanmax: NaN where every element is NaN, an infinity beside NaN is that infinity") {
+  auto reducer = xr::make_reducer("cuda");
+  xr::for_each_dtype([&](auto t) {
+    using T = decltype(t);
+    if constexpr (xr::is_float_v<T>) {
+      using C = xr::compute_t<T>;
+      const T nan = static_cast<T>(std::numeric_limits<C>::quiet_NaN());
+      const T inf = static_cast<T>(std::numeric_limits<C>::infinity()), minus_inf = static_cast<T>(-std::numeric_limits<C>::infinity());
+      for (u64 n : {u64(1), u64(2), u64(33), u64(100003)}) {
+        const std::vector<T> all_nan(n, nan);
+        std::vector<T> low(n, nan), high(n, nan);  // [-inf, NaN, ...], [NaN, ..., +inf]
+        low[0] = minus_inf;
+        high[n - 1] = inf;
+        const DevBuf<T> d_all_nan(all_nan), d_low(low), d_high(high);
+        for (Op op : {Op::NanMin, Op::NanMax})
+          for (const std::string kernel : {"auto", "cascade", "vector"}) {
+            INFO(kernel << " " << xr::to_string(op) << " " << xr::to_string(xr::dtype_of<T>) << " n=" << n);
+            xr::RunOptions opt;
+            opt.kernel = kernel;
+            const xr::Result none = xr::cuda::reduce(d_all_nan.p, n, op, nullptr, opt);
+            CHECK(std::isnan(none.value.f));
+            CHECK(none.value.type == xr::dtype_of<T>);
+            CHECK(none.op == op);
+            CHECK(std::isnan(reducer->reduce(std::span<const T>(all_nan), op, opt).value.f));
+            check_reference(none, all_nan, reference_of(all_nan.data(), n, xr::dtype_of<T>, op, Accumulator::Wide),
+                            Accumulator::Wide, kernel + " all NaN");
+            const xr::Result lowest = xr::cuda::reduce(d_low.p, n, op, nullptr, opt);
+            CHECK(lowest.value.f == -HUGE_VAL);
+            CHECK(reducer->reduce(std::span<const T>(low), op, opt).value.f == -HUGE_VAL);
+            const xr::Result highest = xr::cuda::reduce(d_high.p, n, op, nullptr, opt);
+            CHECK(highest.value.f == HUGE_VAL);
+            CHECK(reducer->reduce(std::span<const T>(high), op, opt).value.f == HUGE_VAL);
+          }
+      }
+    }
+  });
+}
+
+TEST_CASE("mapped ops: which rungs take them, what reduce_async and the segments refuse") {
+  for (const auto& k : xr::cuda::kernels()) {
+    const bool maps = std::find(kMappingRungs.begin(), kMappingRungs.end(), k.name) != kMappingRungs.end();
+    for (Op op : xr::mapped_ops) {
+      INFO(k.name << " " << xr::to_string(op));
+      CHECK(k.supports(op, DType::F32) == maps);
+    }
+  }
+  const std::vector<float> h{3.0f, -4.0f, std::numeric_limits<float>::quiet_NaN(), -0.0f, 1.5f};
+  DevBuf<float> d(h);
+  xr::RunOptions sequential;
+  sequential.kernel = "sequential";  // a shared-memory tree: folds only
+  CHECK_THROWS_AS(xr::cuda::reduce(d.p, h.size(), Op::SumSq, nullptr, sequential), xr::InvalidArgument);
+
+  // reduce_async: nanmin and nanmax of floats would need a second pass; the other mapped ops,
+  // and nanmin/nanmax of integers, run and write what reduce gives.
+  DevBuf<double> out(1);
+  CHECK_THROWS_AS(xr::cuda::reduce_async(d.p, h.size(), Op::NanMin, out.p), xr::InvalidArgument);
+  CHECK_THROWS_AS(xr::cuda::reduce_async(d.p, h.size(), Op::NanMax, out.p), xr::InvalidArgument);
+  for (Op op : {Op::SumSq, Op::ASum, Op::NanSum, Op::CountNonzero}) {
+    xr::cuda::reduce_async(d.p, h.size(), op, out.p);
+    xr::cuda::synchronize();
+    const xr::Result sync = xr::cuda::reduce(d.p, h.size(), op);
+    REQUIRE((sync.value.type == DType::F32 || sync.value.type == DType::I64));
+    const std::size_t size = xr::size_of(sync.value.type);
+    unsigned char got[8] = {}, want[8] = {};
+    CK(cudaMemcpy(got, out.p, size, cudaMemcpyDeviceToHost));
+    const float f = static_cast<float>(sync.value.f);
+    std::memcpy(want, sync.value.type == DType::F32 ? static_cast<const void*>(&f) : &sync.value.i, size);
+    INFO(xr::to_string(op) << ": reduce gives " << sync.value.to_string());
+    CHECK(std::memcmp(got, want, size) == 0);
+  }
+  const std::vector<std::int32_t> ints{5, -7, 2};
+  DevBuf<std::int32_t> d_ints(ints);
+  for (Op op : {Op::NanMin, Op::NanMax}) {
+    xr::cuda::reduce_async(d_ints.p, ints.size(), op, out.p);
+    xr::cuda::synchronize();
+    std::int32_t got = 0;
+    CK(cudaMemcpy(&got, out.p, sizeof got, cudaMemcpyDeviceToHost));
+    CHECK(got == (op == Op::NanMin ? -7 : 5));
+  }
+
+  // No segment strategy takes a mapped op.
+  const std::vector<std::int64_t> offsets{0, 2, 5};
+  DevBuf<std::int64_t> d_offsets(offsets);
+  DevBuf<std::int64_t> segment_out(2);
+  for (Op op : xr::mapped_ops) {
+    CHECK_THROWS_AS(xr::cuda::reduce_segments(d.p, h.size(), d_offsets.p, 2, op, segment_out.p), xr::InvalidArgument);
+    CHECK_THROWS_AS(xr::cuda::reduce_segments_async(d.p, h.size(), d_offsets.p, 2, op, segment_out.p),
+                    xr::InvalidArgument);
+    CHECK_THROWS_AS(xr::cuda::reduce_axis(d.p, xr::MatrixShape{1, 5}, 1, op, segment_out.p), xr::InvalidArgument);
+  }
+  for (const auto& s : xr::cuda::segment_kernels())
+    for (Op op : xr::mapped_ops) CHECK_FALSE(s.supports(op, DType::F32));
 }
 
 int main(int argc, char** argv) {

@@ -150,6 +150,36 @@ TEST_CASE("special values cross ranks: NaN, +-inf, -0") {
   CHECK(!std::signbit(p.f));
 }
 
+TEST_CASE("mapped ops across ranks: one process's value, ranks of NaNs alone left out") {
+  const int rank = world_rank(), size = world_size();
+  xr::mpi::Reducer reducer(MPI_COMM_WORLD, mixed());
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  std::vector<double> whole = generated<double>(5000, xr::Dist::Special, 3);
+  for (std::size_t i = 0; i < whole.size(); i += 7) whole[i] = nan;
+  auto one = xr::make_reducer("omp");
+  for (xr::Op op : xr::mapped_ops) {
+    CAPTURE(xr::to_string(op));
+    const xr::Result want = one->reduce(whole, op);
+    for (double weight : weight_sets(rank, size)) {
+      const std::vector<double> mine = my_part(whole, weight);
+      const xr::Result got = reducer.reduce(std::span<const double>(mine), op).result;
+      const xr::Agreement a = xr::check_result(got, xr::reference_reduce(xr::HostArray::of(std::span<const double>(whole)), op));
+      CHECK_MESSAGE(a.ok, a.detail);
+      if (xr::fold_of(op) != xr::Op::Sum) CHECK(got.value.same_bits(want.value));
+    }
+  }
+  // NaNs alone on every rank but the last, which holds -inf beside its NaN: -inf (a number);
+  // NaNs alone on every rank: NaN.
+  std::vector<double> mine = {nan, nan};
+  if (rank == size - 1) mine.push_back(-inf);
+  CHECK(reducer.reduce(std::span<const double>(mine), xr::Op::NanMax).result.value.f == -inf);
+  CHECK(reducer.reduce(std::span<const double>(mine), xr::Op::NanMin).result.value.f == -inf);
+  const std::vector<double> nans(rank == 0 ? 0 : 3, nan);
+  if (size > 1) CHECK(std::isnan(reducer.reduce(std::span<const double>(nans), xr::Op::NanMin).result.value.f));
+  CHECK(reducer.reduce(std::span<const double>(nans), xr::Op::NanSum).result.value.f == 0.0);
+  CHECK(reducer.reduce(std::span<const double>(nans), xr::Op::CountNonzero).result.value.i == 3 * (size - 1));
+}
+
 TEST_CASE("integer sums and products wrap as in one process") {
   const int rank = world_rank();
   xr::mpi::Reducer reducer(MPI_COMM_WORLD, mixed());

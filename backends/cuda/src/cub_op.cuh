@@ -31,7 +31,10 @@ template <class Acc, Op O> struct CubOp {
   }
 };
 
-// The identity of O in CUB's form of Acc.
-template <class Acc, Op O> __host__ __device__ cub_t<Acc> cub_identity() { return same_bits_as<cub_t<Acc>>(xr::identity<Acc>(O)); }
+// The identity of O in CUB's form of Acc (the fold named at compile time: core's op table,
+// which xr::identity(op) reads, is host memory).
+template <class Acc, Op O> __host__ __device__ cub_t<Acc> cub_identity() {
+  return same_bits_as<cub_t<Acc>>(OpFn<fold_of(O)>::template identity<Acc>());
+}
 
 }  // namespace xr::cuda::detail

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "check.hpp"
 #include "ladder.hpp"
@@ -21,22 +22,60 @@ template <class List> constexpr bool lists(const List& types, DType t) {
   return false;
 }
 
-// entry.fn[op][type][accumulator] = &Rung::run<T, accumulator_t<O, T, A>, O> for every op of
-// core's table and every element type in Types (all_dtypes; classic_dtypes for the shared-memory
-// trees and the nested launches).
+// A rung whose kernels read every element as static_cast<Acc>(in[i]) or
+// static_cast<Work>(pack.v[k]) declares `static constexpr bool maps_elements = true;` and takes
+// the mapped ops as well: only its run table instantiates them (build time).
+template <class Rung> constexpr bool maps_elements() {
+  if constexpr (requires { Rung::maps_elements; }) return Rung::maps_elements;
+  else return false;
+}
+
+// What the first pass of mapped op O over T reads: T itself where O's map leaves every value of
+// T as it is (NaN skipping on integers, abs of unsigned integers), so the fold's instantiation
+// serves; the unsigned integer of the same width for count_nonzero (the same bits are nonzero);
+// Mapped<T, O> otherwise.
+template <Op O, class T>
+using mapped_input_t = std::conditional_t<
+    (map_of(O) == ElementMap::SkipNaN && !is_float_v<T>) || (map_of(O) == ElementMap::Abs && std::is_unsigned_v<T>), T,
+    Mapped<typename std::conditional_t<map_of(O) == ElementMap::NonZero && std::is_integral_v<T>, std::make_unsigned<T>,
+                                       std::type_identity<T>>::type,
+           O>>;
+
+// entry.fn[Slot][T][accumulator] = &Rung::run<In, accumulator_t<Slot, T, A>, Fold>. Where Wide
+// and Native give one accumulator, both point to one instantiation.
+template <class Rung, Op Slot, Op Fold, class In, class T> void put_runs(RungEntry& e) {
+  auto& slot = e.fn[static_cast<std::size_t>(Slot)][static_cast<std::size_t>(dtype_of<T>)];
+  slot[static_cast<std::size_t>(Accumulator::Wide)] =
+      &Rung::template run<In, accumulator_t<Slot, T, Accumulator::Wide>, Fold>;
+  slot[static_cast<std::size_t>(Accumulator::Native)] =
+      &Rung::template run<In, accumulator_t<Slot, T, Accumulator::Native>, Fold>;
+}
+
+// The run table for every fold of core's table and every element type in Types (all_dtypes;
+// classic_dtypes for the shared-memory trees and the nested launches): &Rung::run<T, Acc, O>.
 template <class Rung, const auto& Types> void fill_runs(RungEntry& e) {
-  for_each_fold([&](auto op_fn) {
-    constexpr Op O = decltype(op_fn)::op;
-    for_each_dtype([&](auto t) {
-      using T = decltype(t);
-      if constexpr (lists(Types, dtype_of<T>)) {
-        auto& slot = e.fn[static_cast<std::size_t>(O)][static_cast<std::size_t>(dtype_of<T>)];
-        slot[static_cast<std::size_t>(Accumulator::Wide)] =
-            &Rung::template run<T, accumulator_t<O, T, Accumulator::Wide>, O>;
-        slot[static_cast<std::size_t>(Accumulator::Native)] =
-            &Rung::template run<T, accumulator_t<O, T, Accumulator::Native>, O>;
-      }
-    });
+  for_each_dtype([&](auto t) {
+    using T = decltype(t);
+    if constexpr (lists(Types, dtype_of<T>))
+      for_each_fold([&](auto op_fn) {
+        constexpr Op O = decltype(op_fn)::op;
+        put_runs<Rung, O, O, T, T>(e);
+      });
+  });
+}
+
+// The mapped ops' part of the table, for a rung that maps elements: &Rung::run<mapped_input_t<O,
+// T>, accumulator_t<O, T, A>, fold_of(O)>, a fold of the mapped values (its passes after the
+// first fold Acc partials as they are). A rung family may instantiate it in a translation unit
+// of its own (extern template), as rungs_grid_mapped.cu does.
+template <class Rung, const auto& Types> void fill_mapped_runs(RungEntry& e) {
+  for_each_dtype([&](auto t) {
+    using T = decltype(t);
+    if constexpr (lists(Types, dtype_of<T>))
+      for_each_mapped([&](auto fn) {
+        constexpr Op O = decltype(fn)::op;
+        put_runs<Rung, O, fold_of(O), mapped_input_t<O, T>, T>(e);
+      });
   });
 }
 
@@ -51,6 +90,10 @@ RungEntry make_entry(std::string note, KernelKind kind, unsigned default_block, 
   e.info.blocks = std::move(blocks);
   e.info.blocks.preferred = default_block;
   fill_runs<Rung, Types>(e);
+  if constexpr (maps_elements<Rung>()) {
+    e.info.ops.insert(e.info.ops.end(), mapped_ops.begin(), mapped_ops.end());
+    fill_mapped_runs<Rung, Types>(e);
+  }
   return e;
 }
 

@@ -138,8 +138,9 @@ struct Outcome {
 using RunFn = Outcome (*)(const Launch&);
 
 // A rung's run functions, [op][input type][accumulator]: one instantiation per (op, type,
-// accumulator_t), generated from core's op and type tables (drivers.cuh: fill_runs). Wide and
-// Native differ only for sums of integers narrower than 64 bits.
+// accumulator_t), generated from core's op and type tables (drivers.cuh: fill_runs); the
+// mapped ops on the rungs that map elements. Wide and Native differ only for sums (sumsq, asum
+// and nansum included) of integers narrower than 64 bits.
 using RunTable = std::array<std::array<std::array<RunFn, 2>, kDTypeCount>, kOpCount>;
 
 struct RungEntry {

@@ -206,6 +206,17 @@ Result reduce(const T* dev_ptr, std::uint64_t n, Op op, cudaStream_t stream, con
   const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, op, options, ws.result_slot());
   Result r = run_timed(ds, ws, p, options);
   xr::detail::fill_identity(r, "cuda", n, op, dtype_of<T>);
+  if (xr::detail::needs_nan_twin(op, r.value)) {
+    // nanmin/nanmax gave its fold's identity: all NaN, or the extreme is that infinity. The twin
+    // op over the same input tells them apart (xr::detail::needs_nan_twin).
+    RunOptions once = options;
+    once.warmup = 0;
+    once.repeat = 1;
+    const Op twin_op = xr::detail::nan_twin(op);
+    const Prepared twin = prepare(ds, ws, dev_ptr, n, dtype_of<T>, twin_op, once, ws.result_slot());
+    r.op = op;
+    xr::detail::settle_with_twin(r, run_timed(ds, ws, twin, once).value);
+  }
   return r;
 }
 
@@ -214,6 +225,11 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
                   const RunOptions& options) {
   using namespace detail;
   require_value_exists(op, n);
+  if (map_of(op) == ElementMap::SkipNaN && fold_of(op) != Op::Sum && is_float(dtype_of<T>))
+    throw InvalidArgument("cuda: reduce_async does not take " + std::string(to_string(op)) + " of " +
+                          std::string(to_string(dtype_of<T>)) + ": where the input may be all NaN (NaN, not " +
+                          (fold_of(op) == Op::Min ? "+inf" : "-inf") +
+                          "), a second pass must follow the first once its value is on the host: use reduce()");
   const int out_device = device_of(dev_result, "result");
   const std::size_t result_size = size_of(result_dtype(op, dtype_of<T>, options.accumulator));
   require_aligned(dev_result, is_indexed(op) ? alignof(Located<T>) : result_size, "result");

@@ -45,9 +45,11 @@ struct TreeAtomic : AtomicRung<TreeAtomic> {
 };
 
 // Not a rung: what every rung returns for n = 0 (the op's empty value, +0 for a float sum,
-// whose identity is -0), written into the output by one launch.
+// whose identity is -0), written into the output by one launch. O is the fold (a mapped op's
+// fold_of), so its empty value is the mapped op's too.
 struct EmptyInput {
   static constexpr const char* name = "empty input";
+  static constexpr bool maps_elements = true;  // the mapped ops' empty values: their folds'
   template <class In, class Acc, Op O> static Outcome run(const Launch& L) {
     kern::k_fill<Acc><<<1, 1, 0, L.stream>>>(static_cast<Acc*>(L.out), xr::empty_value<Acc>(O));
     check_launch("k_fill (empty input)");

@@ -1,6 +1,8 @@
 // The pair ops (argmin, argmax, minmax) on auto: k_pair, kTileThreadsPerSM threads an SM
 // (at least kPairPacksPerThread packs a thread) drawing tiles of up to kPairTilePacks packs;
 // one record per block, combined by the last block of the same launch (kernels_cu/pairs.cuh).
+#include <algorithm>
+
 #include "kernels_cu/pairs.cuh"
 #include "drivers.cuh"
 #include "policy.hpp"
@@ -46,7 +48,9 @@ void add_pair_runs(RungEntry& e) {
           &run_pair<T, O>;
     });
   });
-  e.info.ops.assign(all_ops.begin(), all_ops.end());
+  for (Op op : pair_ops)
+    if (std::find(e.info.ops.begin(), e.info.ops.end(), op) == e.info.ops.end()) e.info.ops.push_back(op);
+  std::sort(e.info.ops.begin(), e.info.ops.end());  // core's table order (all_ops)
 }
 
 }  // namespace xr::cuda::detail

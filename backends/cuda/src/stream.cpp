@@ -130,12 +130,14 @@ void Chunks::begin(const ChunkPlan& plan) {
     s.copy_timed = true;
   }
   // The chunk reduction (in, n and out set per chunk) and the in-order reduction of the cells.
+  // The cells are partial results: a mapped op's combine by its fold alone (fold_of), not by
+  // mapping them again.
   chunk_ = prepare(ds_, ws_, device_, plan.chunk, plan.type, plan.op, plan.options, results_);
   combine_ = Prepared{};
   if (!chunk_.exact && plan.chunks > 1 && !is_pair(plan.op)) {
     RunOptions c;
     c.accumulator = plan.options.accumulator;  // keeps the cells' type: i64 stays i64, a native i32 sum i32
-    combine_ = prepare(ds_, ws_, results_, plan.chunks, acc, plan.op, c, ws_.result_slot());
+    combine_ = prepare(ds_, ws_, results_, plan.chunks, acc, fold_of(plan.op), c, ws_.result_slot());
   }
   kernel_ms_ = copy_ms_ = 0;
   launches_ = 0;

@@ -244,6 +244,19 @@ template <template <Op, class, class> class R> RungValue dispatch(HostArray in, 
     using T = decltype(zero);
     if (is_pair(op))
       return visit_pair(op, [&](auto fn) { return run_pair<decltype(fn)::op>(static_cast<const T*>(in.data), in.n, threads); });
+    if (is_mapped(op)) {
+      if constexpr (R<Op::Sum, T, T>::maps) {
+        return visit_mapped(op, [&](auto fn) {
+          using F = decltype(fn);
+          using M = typename F::template element<T>;
+          const M* x = reinterpret_cast<const M*>(in.data);  // the same bytes, read through the map
+          if (acc == Accumulator::Native) return R<F::fold, M, accumulator_t<F::op, T, Accumulator::Native>>::run(x, in.n, threads);
+          return R<F::fold, M, accumulator_t<F::op, T, Accumulator::Wide>>::run(x, in.n, threads);
+        });
+      } else {
+        throw InvalidArgument("omp: this rung does not take " + std::string(to_string(op)));
+      }
+    }
     return visit_fold(op, [&](auto fn) {
       constexpr Op O = decltype(fn)::op;
       const T* x = static_cast<const T*>(in.data);
@@ -254,9 +267,11 @@ template <template <Op, class, class> class R> RungValue dispatch(HostArray in, 
 }
 
 template <Op O, class T, class A> struct Clause {
+  static constexpr bool maps = false;  // the reduction clause reads raw elements
   static RungValue run(const T* x, std::uint64_t n, int threads) { return run_clause<O, T, A>(x, n, threads); }
 };
 template <Op O, class T, class A> struct Vector {
+  static constexpr bool maps = true;  // its lanes read mapped elements through their map
   static RungValue run(const T* x, std::uint64_t n, int threads) { return run_vector<O, T, A>(x, n, threads); }
 };
 
@@ -271,7 +286,7 @@ KernelInfo host_kernel(std::string name, std::string note, KernelKind kind, bool
   k.name = std::move(name);
   k.note = std::move(note);
   k.kind = kind;
-  if (pairs) k.ops.assign(all_ops.begin(), all_ops.end());
+  if (pairs) k.ops.assign(all_ops.begin(), all_ops.end());  // the pair and mapped ops too
   else k.ops.assign(fold_ops.begin(), fold_ops.end());
   k.types.assign(all_dtypes.begin(), all_dtypes.end());
   k.exact = exact;

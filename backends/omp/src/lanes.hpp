@@ -392,15 +392,17 @@ template <Op O, u64 B, class T> XR_OMP_LANES Located<T> located_share(const T* x
 
 // What one thread computes over its share x[0, n), element 0 at index `first`: A for a fold (op
 // O over T, accumulated in A), the record for a pair op. The min, max and pair ops step in packs
-// of B bytes where B is not 0 (Extremes::add_packs).
+// of B bytes where B is not 0 (Extremes::add_packs). Mapped elements (a mapped op's, T =
+// Mapped<..>) take the lanes of Folds, which read each through its map; their min and max have no
+// NaN left to look for.
 template <Op O, class T, class A, u64 B> XR_OMP_LANES auto share_result(const T* x, u64 n, std::int64_t first) {
   if constexpr (O == Op::ArgMin || O == Op::ArgMax) {
     return located_share<O, B>(x, n, first);
   } else if constexpr (O == Op::MinMax) {
     return bounds_share<B>(x, n);
-  } else if constexpr (O == Op::Min || O == Op::Max) {
+  } else if constexpr ((O == Op::Min || O == Op::Max) && !is_mapped_v<T>) {
     return static_cast<A>(extreme_share<O, B>(x, n));
-  } else if constexpr (O == Op::Sum && sizeof(T) == 1 && sizeof(A) == 8) {
+  } else if constexpr (O == Op::Sum && sizeof(T) == 1 && sizeof(A) == 8 && !is_mapped_v<T>) {
     return sum_bytes<T, A>(x, n);
   } else if constexpr (O == Op::Sum && std::is_integral_v<T> && sizeof(T) == 4 && sizeof(A) == 8) {
     return sum_words<T, A>(x, n);

@@ -460,7 +460,7 @@ std::vector<KernelInfo> Segments::kernels() const {
   const std::vector<SegmentKind> every{SegmentKind::Rows, SegmentKind::Offsets, SegmentKind::Columns};
   return {
       strategy("auto", "rows for rows and segments, columns for columns; pairs for argmin, argmax, minmax",
-               KernelKind::Auto, every, all_ops),
+               KernelKind::Auto, every, unmapped_ops),
       strategy("rows", "elements split evenly over threads, SIMD lanes within a run: any mix of lengths",
                KernelKind::Rung, {SegmentKind::Rows, SegmentKind::Offsets}, fold_ops),
       strategy("columns", "SIMD across columns, rows streamed per thread into partials: reads in order, one partial row per thread", KernelKind::Rung,

@@ -119,7 +119,7 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
     return std::find_if(table.begin(), table.end(), [&](const Rung& r) { return r.info.name == name; });
   };
   const auto pairs = named(pair_rung_name(caps));
-  pairs->info.ops.assign(all_ops.begin(), all_ops.end());
+  pairs->info.ops.assign(unmapped_ops.begin(), unmapped_ops.end());
   pairs->info.note += "; argmin, argmax, minmax: value-and-index records (pairs.cl)";
   const std::string auto_name = auto_rung_name(caps, DType::F32);
   Rung automatic = *named(auto_name);
@@ -132,7 +132,7 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
                                              std::to_string(policy::kAutoNarrowBytes) + " bytes") +
                         "; " + pair_rung_name(caps) + " for argmin, argmax, minmax" +
                         ") with this device's grid, work-group size and K; not tuned per n" + no64;
-  automatic.info.ops.assign(all_ops.begin(), all_ops.end());
+  automatic.info.ops.assign(unmapped_ops.begin(), unmapped_ops.end());
   table.push_back(std::move(automatic));
   return table;
 }
@@ -141,14 +141,21 @@ std::vector<Rung> plain_rung_table(const DeviceCaps& caps) {
 std::vector<Rung> rung_table(const DeviceCaps& caps) {
   std::vector<Rung> table = plain_rung_table(caps);
   // Exact mode (RunOptions::exact, f32/f64 sums): the grid-stride rungs and auto run
-  // kernels_cl/exact.cl, any work-group size and grid.
+  // kernels_cl/exact.cl, any work-group size and grid. The same rungs read elements through a
+  // mapped op's map (reduce.cl's XR_MAP_<NAME>): a program more per (op, type) each, which the
+  // trees before them, whose lesson does not change with the op, are spared.
   for (auto& r : table)
-    if (r.fixed_grid || r.info.kind == KernelKind::Auto) r.info.exact = true;
+    if (r.fixed_grid || r.info.kind == KernelKind::Auto) {
+      r.info.exact = true;
+      for (Op op : mapped_ops)
+        if (std::find(r.info.ops.begin(), r.info.ops.end(), op) == r.info.ops.end()) r.info.ops.push_back(op);
+    }
   return table;
 }
 
 Finish atomic_finish(const DeviceCaps& caps, Op op, DType acc) {
   if (is_float(acc)) return Finish::Partials;
+  op = fold_of(op);
   const bool base = size_of(acc) == 4 ? caps.int32_base : size_of(acc) == 8 && caps.int64_base;
   const bool extended = size_of(acc) == 4 ? caps.int32_extended : size_of(acc) == 8 && caps.int64_extended;
   if (op == Op::Sum && base) return Finish::AtomAdd;
@@ -196,10 +203,30 @@ std::string type_options(DType in, DType acc) {
   return o;
 }
 
+// A mapped op's map (reduce.cl's XR_MAP_<NAME>), as it applies to elements of `in`: none where it
+// changes nothing (NaN to a number, of an integer type).
+std::string map_options(Op op, DType in, DType acc) {
+  const ElementMap map = map_of(op);
+  switch (map) {
+    case ElementMap::None: return "";
+    case ElementMap::Abs: return " -DXR_MAP_ABS";
+    case ElementMap::Square: return " -DXR_MAP_SQUARE";
+    case ElementMap::NonZero: return " -DXR_MAP_NONZERO";
+    case ElementMap::SkipNaN:
+      if (!is_float(in)) return "";
+      return " -DXR_MAP_SKIP_NAN -DXR_NAN_AS=" + visit_dtype(acc, [&](auto t) {
+               using A = decltype(t);
+               return opencl_literal(fold_of(op) == Op::Sum ? A(0) : xr::identity<A>(op));
+             });
+  }
+  return "";
+}
+
 std::string program_options(DType in, DType acc, Op op, unsigned k, Tree tree, Finish finish, bool contiguous,
                             unsigned vector_width, bool packed) {
   const std::string identity = visit_dtype(acc, [&](auto t) { return opencl_literal(xr::identity<decltype(t)>(op)); });
-  return "-cl-std=CL1.2" + type_options(in, acc) + " -DXR_OP_" + upper(to_string(op)) + " -DXR_IDENTITY=" + identity +
+  return "-cl-std=CL1.2" + type_options(in, acc) + " -DXR_OP_" + upper(to_string(fold_of(op))) + map_options(op, in, acc) +
+         " -DXR_IDENTITY=" + identity +
          " -DXR_K=" + std::to_string(k) + " -DXR_TREE=" + std::to_string(static_cast<int>(tree)) +
          " -DXR_FINISH=" + std::to_string(static_cast<int>(finish)) + (contiguous ? " -DXR_CONTIG=1" : "") +
          (vector_width ? " -DXR_VEC=" + std::to_string(vector_width) : "") +
@@ -230,7 +257,7 @@ std::vector<std::string> all_program_options(const DeviceCaps& caps) {
           const DType acc = result_dtype(op, t, a);
           const Finish f = atomic_finish(caps, op, acc);
           add(rung_program_options(r, caps, t, acc, op, f));
-          if (f == Finish::Partials) add(rung_program_options(r, caps, acc, acc, op, Finish::Partials));
+          if (f == Finish::Partials) add(rung_program_options(r, caps, acc, acc, fold_of(op), Finish::Partials));
         }
   }
   return out;
@@ -455,8 +482,8 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     // grid-stride loop over the records).
     CachedKernel& next =
         pair ? cached_kernel(context, device, kPairSource, pair_options, kPairRecordsKernel)
-             : cached_kernel(context, device, kSource, rung_program_options(rung, caps, acc, acc, rq.op, Finish::Partials),
-                             kKernel);
+             : cached_kernel(context, device, kSource,
+                             rung_program_options(rung, caps, acc, acc, fold_of(rq.op), Finish::Partials), kKernel);
     const std::size_t local2 = std::min(local, group_limit(next, caps, local_bytes));
     int src = 0;
     std::uint64_t count = passes.back().groups;

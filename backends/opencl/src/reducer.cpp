@@ -69,7 +69,14 @@ Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::
   rq.type = type;
   rq.op = op;
   rq.options = options;
-  return detail::reduce_on_queue(rq);
+  Result r = detail::reduce_on_queue(rq);
+  if (xr::detail::needs_nan_twin(op, r.value)) {  // every element NaN, or the extreme an infinity
+    rq.op = xr::detail::nan_twin(op);
+    rq.options.warmup = 0;
+    rq.options.repeat = 1;
+    xr::detail::settle_with_twin(r, detail::reduce_on_queue(rq).value);
+  }
+  return r;
 }
 
 std::vector<KernelInfo> segment_kernels(cl_device_id device) {

@@ -251,7 +251,7 @@ ChunkOutcome Chunks::finish() {
     cells.buffer = results_.get();
     cells.n = plan_.chunks;
     cells.type = cell_type_;
-    cells.op = plan_.op;
+    cells.op = fold_of(plan_.op);  // chunk results, already mapped
     cells.options.accumulator = plan_.options.accumulator;
     const Result c = reduce_on_queue(cells);
     kernel_ms_ += c.kernel_ms;

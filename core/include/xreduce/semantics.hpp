@@ -14,6 +14,9 @@
 // | argmin, | min / max, index of  | EmptyInput   | ties go to the smallest index; the first  |
 // | argmax  | its first occurrence |              | NaN wins, with its index (as NumPy)       |
 // | minmax  | min and max          | EmptyInput   | NaN rules as for min and max              |
+// | sumsq, asum, nansum | as sum | +0 / 0 | the sum of x*x, |x|, or x with NaN as +0     |
+// | nanmin, nanmax | as min, max   | EmptyInput   | NaNs skipped; NaN where all are NaN       |
+// | count_nonzero | 0              | 0            | i64 count of x != 0 (NaN counts)          |
 //
 // Min, max and the pair ops return the input type, f16 and bf16 included (compared in f32,
 // exactly). An index is an int64 position in the whole input.
@@ -93,7 +96,9 @@ template <> struct OpFn<Op::Max> {
 };
 
 // Calls f(OpFn<op>{}) for a run-time fold: the one switch over the folds that callers share.
-// A pair op has no OpFn: callers branch on is_pair() first.
+// A pair op has no OpFn: callers branch on is_pair() first. Nor has a mapped op: its values
+// combine by OpFn<fold_of(op)>, its elements go through map_element first (callers branch on
+// is_mapped(), then visit_mapped).
 template <class F> constexpr decltype(auto) visit_fold(Op op, F&& f) {
   switch (op) {
 #define XR_VISIT(e, ...) \
@@ -102,6 +107,7 @@ template <class F> constexpr decltype(auto) visit_fold(Op op, F&& f) {
 #undef XR_VISIT
 #define XR_NO_FOLD(e, ...) case Op::e:
     XR_PAIR_OPS(XR_NO_FOLD)
+    XR_MAPPED_OPS(XR_NO_FOLD)
 #undef XR_NO_FOLD
     break;
   }
@@ -190,6 +196,7 @@ template <class F> constexpr decltype(auto) visit_pair(Op op, F&& f) {
 #undef XR_VISIT
 #define XR_NO_PAIR(e, ...) case Op::e:
     XR_OPS(XR_NO_PAIR)
+    XR_MAPPED_OPS(XR_NO_PAIR)
 #undef XR_NO_PAIR
     break;
   }
@@ -203,15 +210,105 @@ template <class F> constexpr void for_each_pair(F&& f) {
 #undef XR_EACH
 }
 
+// ---- the mapped ops -------------------------------------------------------------------------
+
+// Element x of T as mapped op O gives it to its fold, in the fold's accumulator A (f16 and bf16
+// compute in float first). Constexpr, so the CUDA kernels, the OpenMP lanes and the host
+// reference share it; kernels_cl/reduce.cl repeats it in OpenCL C (XR_MAP).
+template <Op O, class A, class T> constexpr A map_element(T x) {
+  // Both constants: a run-time read of core's op table from device code would read host memory.
+  constexpr ElementMap M = map_of(O);
+  constexpr Op F = fold_of(O);
+  using C = compute_t<T>;
+  const C v = static_cast<C>(x);
+  if constexpr (M == ElementMap::NonZero) {
+    return v != C(0) ? A(1) : A(0);
+  } else if constexpr (M == ElementMap::SkipNaN) {
+    if constexpr (is_float_v<T>)  // a sum's NaN becomes +0, as NumPy's nansum makes it
+      if (v != v) return F == Op::Sum ? A(0) : OpFn<F>::template identity<A>();
+    return static_cast<A>(x);
+  } else if constexpr (M == ElementMap::Abs) {
+    // -0 to +0, NaN kept; integers wrap (|lowest| is lowest). On the host, fabs and the sign
+    // mask: the selects the GPUs take did not vectorise there (f64 asum at half of sum's rate on
+    // the 2-core development VM).
+    const A a = static_cast<A>(x);
+#if defined(__CUDA_ARCH__)
+    if constexpr (is_float_v<A>) return a < A(0) ? A(-a) : a == A(0) ? A(0) : a;
+    else if constexpr (std::is_signed_v<A>) return a < A(0) ? wrapping(A(0), a, [](auto p, auto q) { return p - q; }) : a;
+    else return a;
+#else
+    if constexpr (is_float_v<A>) {
+      if (std::is_constant_evaluated()) return a < A(0) ? A(-a) : a == A(0) ? A(0) : a;
+      return std::fabs(a);
+    } else if constexpr (std::is_signed_v<A>) {
+      using U = std::make_unsigned_t<A>;
+      const U u = static_cast<U>(a), sign = static_cast<U>(U(0) - (u >> (8 * sizeof(A) - 1)));
+      return static_cast<A>(static_cast<U>((u ^ sign) - sign));
+    } else {
+      return a;
+    }
+#endif
+  } else {
+    static_assert(M == ElementMap::Square, "map_element: a map with no case");
+    const A a = static_cast<A>(x);
+    return wrapping(a, a, [](auto p, auto q) { return p * q; });
+  }
+}
+
+// An element of T that reads as mapped op O maps it: a kernel written for a fold of T's
+// elements, given Mapped<T, O> in their place (the same bytes), folds the mapped values, and the
+// passes after its first, over partial results of A, fold them as they are. The transform
+// iterator of CUB's TransformReduce, as an element type.
+template <class T, Op O> struct Mapped {
+  static_assert(map_of(O) != ElementMap::None, "Mapped: O is a mapped op");
+  using raw_type = T;
+  static constexpr Op op = O;
+  T raw;
+  template <class A> constexpr explicit operator A() const { return map_element<O, A>(raw); }
+};
+template <class T> inline constexpr bool is_mapped_v = false;
+template <class T, Op O> inline constexpr bool is_mapped_v<Mapped<T, O>> = true;
+
+// The static facts of mapped op O, for visit_mapped.
+template <Op O> struct MappedFn {
+  static constexpr Op op = O;
+  static constexpr Op fold = fold_of(O);
+  template <class T> using element = Mapped<T, O>;
+};
+
+// Calls f(MappedFn<op>{}) for a run-time mapped op.
+template <class F> constexpr decltype(auto) visit_mapped(Op op, F&& f) {
+  switch (op) {
+#define XR_VISIT(e, ...) \
+  case Op::e: return f(MappedFn<Op::e>{});
+    XR_MAPPED_OPS(XR_VISIT)
+#undef XR_VISIT
+#define XR_NOT_MAPPED(e, ...) case Op::e:
+    XR_OPS(XR_NOT_MAPPED)
+    XR_PAIR_OPS(XR_NOT_MAPPED)
+#undef XR_NOT_MAPPED
+    break;
+  }
+  throw std::invalid_argument("xr::visit_mapped: " + std::string(to_string(op)) + " is not a mapped op");
+}
+
+// Calls f(MappedFn<O>{}) for every mapped op, in table order.
+template <class F> constexpr void for_each_mapped(F&& f) {
+#define XR_EACH(e, ...) f(MappedFn<Op::e>{});
+  XR_MAPPED_OPS(XR_EACH)
+#undef XR_EACH
+}
+
+// The identity of op's fold (a mapped op's included).
 template <class T> constexpr T identity(Op op) {
-  return visit_fold(op, [](auto fn) { return decltype(fn)::template identity<T>(); });
+  return visit_fold(fold_of(op), [](auto fn) { return decltype(fn)::template identity<T>(); });
 }
 
 // The value of a reduction of no elements (sum and product only: min and max of nothing are
 // EmptyInput). The identity, except that the empty float sum is +0, as in IEEE 754 and NumPy.
 template <class T> constexpr T empty_value(Op op) {
   if constexpr (is_float_v<T>)
-    if (op == Op::Sum) return T(0.0f);
+    if (fold_of(op) == Op::Sum) return T(0.0f);
   return identity<T>(op);
 }
 
@@ -219,7 +316,7 @@ template <class T> constexpr T empty_value(Op op) {
 Scalar empty_scalar(Op op, DType type);
 
 template <class T> T combine(Op op, T a, T b) {
-  return visit_fold(op, [&](auto fn) { return decltype(fn)::apply(a, b); });
+  return visit_fold(fold_of(op), [&](auto fn) { return decltype(fn)::apply(a, b); });
 }
 
 // Throws EmptyInput for min, max and the pair ops of zero elements. Every entry point calls it.

@@ -41,6 +41,28 @@ enum class OpKind : std::uint8_t {
   X(ArgMax, "argmax", Located, "", false) \
   X(MinMax, "minmax", Bounds, "", false)
 
+// What a mapped op does to each element before its fold (map_element in xreduce/semantics.hpp).
+enum class ElementMap : std::uint8_t {
+  None,     // the element as it is: the folds and the pair ops
+  Abs,      // |x|: -0 to +0, NaN stays NaN; integers wrap (|lowest| is lowest)
+  Square,   // x * x, rounded once (floats) or wrapped (integers) in the accumulator
+  SkipNaN,  // a NaN becomes +0 in a sum (as NumPy's nansum), the identity in min and max
+  NonZero,  // 1 where x != 0 (NaN counts), else 0
+};
+
+// The mapped ops: a map of each element, then a fold of the mapped values (the partial results
+// then combine by the fold alone). Columns as XR_OPS, then the fold and the map. sumsq, asum
+// and nansum accumulate as sum does (f16 and bf16 in f32, narrow integers in 64 bits),
+// count_nonzero in i64; nanmin and nanmax return the input type, and NaN where every element is
+// NaN (as NumPy). New rows go last: the enumerators' values are part of the ABI.
+#define XR_MAPPED_OPS(X)                                                         \
+  X(SumSq, "sumsq", Fold, "sum_squares", true, Sum, Square)                      \
+  X(ASum, "asum", Fold, "sum_abs", true, Sum, Abs)                               \
+  X(NanSum, "nansum", Fold, "", true, Sum, SkipNaN)                              \
+  X(NanMin, "nanmin", Fold, "", false, Min, SkipNaN)                             \
+  X(NanMax, "nanmax", Fold, "", false, Max, SkipNaN)                             \
+  X(CountNonzero, "count_nonzero", Fold, "nnz|nonzero", true, Sum, NonZero)
+
 // The element types, one row each: enumerator, C++ type, name, .npy descr (little-endian; bf16
 // has none). Everything else about a type (size, float or integer, limits, the accumulator of
 // its sum) follows from its C++ type: see accumulator_t below. New rows go last: the
@@ -58,14 +80,18 @@ enum class OpKind : std::uint8_t {
   X(BF16, xr::bf16, "bf16", "")
 
 #define XR_ENUMERATOR(e, ...) e,
-enum class Op : std::uint8_t { XR_OPS(XR_ENUMERATOR) XR_PAIR_OPS(XR_ENUMERATOR) };
+enum class Op : std::uint8_t { XR_OPS(XR_ENUMERATOR) XR_PAIR_OPS(XR_ENUMERATOR) XR_MAPPED_OPS(XR_ENUMERATOR) };
 enum class DType : std::uint8_t { XR_ELEMENT_TYPES(XR_ENUMERATOR) };
 #undef XR_ENUMERATOR
 
 #define XR_QUALIFIED(e, ...) Op::e,
-inline constexpr std::array all_ops{XR_OPS(XR_QUALIFIED) XR_PAIR_OPS(XR_QUALIFIED)};
+inline constexpr std::array all_ops{XR_OPS(XR_QUALIFIED) XR_PAIR_OPS(XR_QUALIFIED) XR_MAPPED_OPS(XR_QUALIFIED)};
+// The folds of raw elements: what every rung takes.
 inline constexpr std::array fold_ops{XR_OPS(XR_QUALIFIED)};
 inline constexpr std::array pair_ops{XR_PAIR_OPS(XR_QUALIFIED)};
+inline constexpr std::array mapped_ops{XR_MAPPED_OPS(XR_QUALIFIED)};
+// The folds and the pair ops: every op but the mapped ones.
+inline constexpr std::array unmapped_ops{XR_OPS(XR_QUALIFIED) XR_PAIR_OPS(XR_QUALIFIED)};
 #undef XR_QUALIFIED
 #define XR_QUALIFIED(e, ...) DType::e,
 inline constexpr std::array all_dtypes{XR_ELEMENT_TYPES(XR_QUALIFIED)};
@@ -86,11 +112,16 @@ struct OpInfo {
   OpKind kind;
   std::string_view aliases;  // the other spellings parse_op accepts, "|" between them: "add|+"
   bool empty_has_value;      // a reduction of no elements gives empty_value (else EmptyInput)
+  Op fold;                   // what combines the (mapped) elements: the op itself but for mapped ops
+  ElementMap map;            // what each element goes through first: None but for mapped ops
 };
 
 #define XR_OP_INFO(e, name, kind, aliases, empty_has_value) \
-  OpInfo{Op::e, name, OpKind::kind, aliases, empty_has_value},
-inline constexpr OpInfo op_table[] = {XR_OPS(XR_OP_INFO) XR_PAIR_OPS(XR_OP_INFO)};
+  OpInfo{Op::e, name, OpKind::kind, aliases, empty_has_value, Op::e, ElementMap::None},
+#define XR_MAPPED_OP_INFO(e, name, kind, aliases, empty_has_value, fold, map) \
+  OpInfo{Op::e, name, OpKind::kind, aliases, empty_has_value, Op::fold, ElementMap::map},
+inline constexpr OpInfo op_table[] = {XR_OPS(XR_OP_INFO) XR_PAIR_OPS(XR_OP_INFO) XR_MAPPED_OPS(XR_MAPPED_OP_INFO)};
+#undef XR_MAPPED_OP_INFO
 #undef XR_OP_INFO
 #define XR_FOLD_ROW(e, name, kind, ...) \
   static_assert(OpKind::kind == OpKind::Fold, name ": the rows of XR_OPS are folds");
@@ -105,9 +136,18 @@ constexpr const OpInfo& op_info(Op op) {
   if (row >= std::size(op_table)) throw std::out_of_range("xr::op_info: not an Op");
   return op_table[row];
 }
-// The folds come first in the table (the static_asserts above), so an op is a pair op by its
-// position alone.
-constexpr bool is_pair(Op op) { return static_cast<std::size_t>(op) >= kFoldCount; }
+#define XR_MAPPED_ROW(e, name, kind, aliases, empty, fold, map)                                    \
+  static_assert(Op::fold == Op::Sum || Op::fold == Op::Min || Op::fold == Op::Max,                  \
+                name ": a mapped op folds by sum, min or max");                                      \
+  static_assert(ElementMap::map != ElementMap::None, name ": a mapped op maps its elements");
+XR_MAPPED_OPS(XR_MAPPED_ROW)
+#undef XR_MAPPED_ROW
+constexpr bool is_pair(Op op) { return op_info(op).kind != OpKind::Fold; }
+// A mapped op (XR_MAPPED_OPS): its elements go through a map before they fold.
+constexpr bool is_mapped(Op op) { return op_info(op).map != ElementMap::None; }
+// The fold that combines op's values and partial results: the op itself but for mapped ops.
+constexpr Op fold_of(Op op) { return op_info(op).fold; }
+constexpr ElementMap map_of(Op op) { return op_info(op).map; }
 // argmin and argmax: their result carries an index (Result::index).
 constexpr bool is_indexed(Op op) { return op_info(op).kind == OpKind::Located; }
 
@@ -198,15 +238,20 @@ using wide_sum_t = std::conditional_t<
 // reference kernels' i32 accumulator, which wraps modulo 2^32). Sums and products of f16 and
 // bf16 accumulate in f32 and return it (Native has no meaning for them: check_accumulator);
 // min and max return the input type.
+// A mapped op accumulates as its fold, count_nonzero in i64.
 template <Op O, class T, Accumulator A>
 using accumulator_t = std::conditional_t<
-    is_half_v<T>, std::conditional_t<O == Op::Sum || O == Op::Prod, float, T>,
-    std::conditional_t<O == Op::Sum && A == Accumulator::Wide, wide_sum_t<T>, T>>;
+    map_of(O) == ElementMap::NonZero, std::int64_t,
+    std::conditional_t<is_half_v<T>,
+                       std::conditional_t<fold_of(O) == Op::Sum || fold_of(O) == Op::Prod, float, T>,
+                       std::conditional_t<fold_of(O) == Op::Sum && A == Accumulator::Wide, wide_sum_t<T>, T>>>;
 
 // The type a reduction produces: the accumulator_t of (op, type, accumulator); the input type
 // for the pair ops (their value, and minmax's max).
 constexpr DType result_dtype(Op op, DType in, Accumulator acc = Accumulator::Wide) {
   if (is_pair(op)) return in;
+  if (map_of(op) == ElementMap::NonZero) return DType::I64;
+  op = fold_of(op);
   return visit_dtype(in, [&](auto t) {
     using T = decltype(t);
     if constexpr (is_half_v<T>)

@@ -46,8 +46,10 @@ XR_API Result reduce(const T* dev_ptr, std::uint64_t n, Op op, cudaStream_t stre
 // an int64_t. A pair op writes its record (xreduce/semantics.hpp, aligned as its type):
 // xr::Located<T> for argmin and argmax (the value, then the int64 index), xr::Bounds<T> for
 // minmax. With options.exact, a float sum writes the correctly rounded exact sum (f32 for f16,
-// bf16 and f32; f64 for f64), rounded on the device: the same bits as reduce. Argument errors
-// throw before anything is enqueued.
+// bf16 and f32; f64 for f64), rounded on the device: the same bits as reduce. nanmin and
+// nanmax of float types throw InvalidArgument: where the input may be all NaN they need a second
+// pass that waits for the first (reduce runs it). Argument errors throw before anything is
+// enqueued.
 template <class T>
 XR_API void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result,
                          cudaStream_t stream = nullptr, Accumulator accumulator = Accumulator::Wide);
