@@ -204,12 +204,13 @@ std::string type_options(DType in, DType acc) {
 }
 
 // A mapped op's map (reduce.cl's XR_MAP_<NAME>), as it applies to elements of `in`: none where it
-// changes nothing (NaN to a number, of an integer type).
+// changes nothing (NaN to a number of an integer type, the absolute value of an unsigned one), so
+// that the fold's program serves.
 std::string map_options(Op op, DType in, DType acc) {
   const ElementMap map = map_of(op);
   switch (map) {
     case ElementMap::None: return "";
-    case ElementMap::Abs: return " -DXR_MAP_ABS";
+    case ElementMap::Abs: return type_info(in).is_signed ? " -DXR_MAP_ABS" : "";
     case ElementMap::Square: return " -DXR_MAP_SQUARE";
     case ElementMap::NonZero: return " -DXR_MAP_NONZERO";
     case ElementMap::SkipNaN:
