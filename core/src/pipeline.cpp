@@ -200,7 +200,7 @@ void fill_identity(Result& r, std::string_view backend, std::uint64_t n, Op op, 
 }
 
 bool needs_nan_twin(Op op, const Scalar& value) {
-  if (map_of(op) != ElementMap::SkipNaN || fold_of(op) == Op::Sum || !is_float(value.type)) return false;
+  if (!may_be_all_nan(op, value.type)) return false;
   const double identity = fold_of(op) == Op::Min ? HUGE_VAL : -HUGE_VAL;
   return value.f == identity;
 }

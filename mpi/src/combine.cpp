@@ -78,9 +78,6 @@ bool folded_in_rank_order(Op op, DType value_type, bool exact) {
   return is_float(value_type) && (fold_of(op) == Op::Sum || fold_of(op) == Op::Prod) && !exact;
 }
 
-// nanmin and nanmax of a float type: a rank whose elements are all NaN holds no number (its
-// value, NaN, is left out as an empty rank's is); where no rank holds one, the result is NaN.
-bool skips_nan(Op op, DType value_type) { return map_of(op) == ElementMap::SkipNaN && fold_of(op) != Op::Sum && is_float(value_type); }
 
 // A pair op's records, left (lower ranks) and right, into right. The ranks of a record are
 // contiguous and left's come first (the ordered MPI_Op), so right's index moves by left's count.
@@ -173,7 +170,9 @@ void fill(Record& rec, const Part& part, int rank, int size) {
   rec[kKernelMs] = from_double(r.kernel_ms);
   rec[kTotalMs] = from_double(r.total_ms > 0 ? r.total_ms : r.kernel_ms);
   rec[kMagnitude] = from_double(part.magnitude);
-  rec[kHasValue] = r.n > 0 && !(skips_nan(r.op, r.value.type) && std::isnan(r.value.f));
+  // A rank whose nanmin or nanmax elements are all NaN holds no number: its NaN is left out as an
+  // empty rank's is, and where no rank holds one the result is NaN.
+  rec[kHasValue] = r.n > 0 && !(may_be_all_nan(r.op, r.value.type) && std::isnan(r.value.f));
   if (r.n > 0) rec[kValue] = word_of_scalar(r.value);
   if (r.n > 0 && is_pair(r.op)) rec[kSecond] = r.op == Op::MinMax ? word_of_scalar(r.maximum) : r.index;
   if (exact) {

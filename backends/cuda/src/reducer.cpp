@@ -225,7 +225,7 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
                   const RunOptions& options) {
   using namespace detail;
   require_value_exists(op, n);
-  if (map_of(op) == ElementMap::SkipNaN && fold_of(op) != Op::Sum && is_float(dtype_of<T>))
+  if (may_be_all_nan(op, dtype_of<T>))
     throw InvalidArgument("cuda: reduce_async does not take " + std::string(to_string(op)) + " of " +
                           std::string(to_string(dtype_of<T>)) + ": where the input may be all NaN (NaN, not " +
                           (fold_of(op) == Op::Min ? "+inf" : "-inf") +

@@ -92,6 +92,8 @@ inline constexpr std::array pair_ops{XR_PAIR_OPS(XR_QUALIFIED)};
 inline constexpr std::array mapped_ops{XR_MAPPED_OPS(XR_QUALIFIED)};
 // The folds and the pair ops: every op but the mapped ones.
 inline constexpr std::array unmapped_ops{XR_OPS(XR_QUALIFIED) XR_PAIR_OPS(XR_QUALIFIED)};
+// The folds and the mapped ops: every op whose value is one fold of (mapped) elements.
+inline constexpr std::array folding_ops{XR_OPS(XR_QUALIFIED) XR_MAPPED_OPS(XR_QUALIFIED)};
 #undef XR_QUALIFIED
 #define XR_QUALIFIED(e, ...) DType::e,
 inline constexpr std::array all_dtypes{XR_ELEMENT_TYPES(XR_QUALIFIED)};
@@ -196,6 +198,12 @@ XR_API std::uint64_t parse_bytes(std::string_view text);
 
 constexpr std::size_t size_of(DType t) { return type_info(t).size; }
 constexpr bool is_float(DType t) { return type_info(t).is_float; }
+// nanmin and nanmax of a float type: the only ops whose result is NaN when the input holds
+// elements but none of them counts (all NaN). Their fold's identity, an infinity, is then a
+// second answer that one pass cannot tell apart (xr::detail::needs_nan_twin, the MPI combine).
+constexpr bool may_be_all_nan(Op op, DType type) {
+  return map_of(op) == ElementMap::SkipNaN && fold_of(op) != Op::Sum && is_float(type);
+}
 constexpr bool is_half(DType t) { return type_info(t).is_half; }
 // The type `t` computes in: f32 for f16 and bf16 (compute_t), `t` itself otherwise.
 constexpr DType compute_dtype(DType t) { return is_half(t) ? DType::F32 : t; }
