@@ -136,10 +136,10 @@ inline acc_t unit_value(unit_t bits) { return XR_LOAD((const __private in_t*)&bi
 #define XR_UNIT(x) unit_value(x)
 #elif XR_PACK_W > 1
 typedef XR_CAT(XR_IN_T, XR_PACK_W) unit_t;
-#define XR_UNIT(x) XR_CAT(convert_, XR_CAT(XR_ACC_T, XR_PACK_W))(x)
+#define XR_UNIT(x) XR_MAPPEDV(XR_PACK_W, x)
 #else
 typedef in_t unit_t;
-#define XR_UNIT(x) ((acc_t)(x))
+#define XR_UNIT(x) XR_MAPPED(x)
 #endif
 #define XR_UNIT_IDENTITY ((unit_acc_t)(XR_IDENTITY))
 

@@ -44,6 +44,9 @@ inline std::vector<std::string> pair_strategies(SegmentKind kind) {
   return xr_seg::strategies(entry().segment_kernels(), kind, Op::ArgMin);
 }
 
+// Whether the entry's segment strategies take op (the mapped ops: where the backend's do).
+inline bool segments_take(Op op) { return !xr_seg::strategies(entry().segment_kernels(), SegmentKind::Rows, op).empty(); }
+
 // A host array read through ChunkSource::read only (no memory()): the streamed path.
 class ReadOnlySource final : public ChunkSource {
  public:

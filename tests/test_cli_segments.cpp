@@ -113,6 +113,26 @@ TEST_CASE("argmin, argmax and minmax on rows, columns and segments cross-check a
   }
 }
 
+TEST_CASE("mapped ops on rows, columns and segments cross-check against the reference; streamed files too") {
+  for (const std::string op : {"sumsq", "asum", "nansum", "nanmin", "nanmax", "count_nonzero"}) {
+    for (const std::string mode : {"--shape 7x5 --axis 0 --dist special", "--shape 7x33 --axis 1 --stride 40",
+                                   "--segments 300 --seg-dist uniform:0:50 --type i32 --dist special",
+                                   "--segments 40 --seg-len 9 --type f16"}) {
+      const json j = run_json(mode + " --op " + op + " --kernel all");
+      REQUIRE_MESSAGE(j.size() >= 2, mode);  // auto and the fold strategies
+      for (const auto& run : j) CHECK_MESSAGE(run.at("agree") == run.at("count"), op, " ", mode, ": ", run.dump());
+    }
+  }
+  // v(r, c) = 10 r + c, read from a file in chunks of one row: the sum of squares of column 0 is
+  // 0 + 100 + 400, of row 1 100 + 121 + 144 + 169.
+  const std::string path = matrix_npy("mapped.npy", 3, 4, false);
+  CHECK(run_json("--input " + path + " --axis 0 --op sumsq --chunk 32")[0].at("first_values") == "500 563 632 ...");
+  CHECK(run_json("--input " + path + " --axis 1 --op count_nonzero --chunk 32")[0].at("first_values") == "3 4 4");
+  const Run exact = cli("-b omp --shape 7x5 --op sumsq --exact");
+  CHECK(exact.code == 2);
+  CHECK_MESSAGE(exact.out.find("no exact mode") != std::string::npos, exact.out);
+}
+
 TEST_CASE("OpenMP segments give the same bits from the portable folds as from the AVX2 ones") {
   // XREDUCE_OMP_PORTABLE turns the AVX2 copy (32-byte packs) off; both copies put each element
   // into the same lane and fold the lanes in the same order, so every value is the same bits (on

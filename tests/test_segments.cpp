@@ -55,12 +55,15 @@ TEST_CASE("the strategies: auto first, each with a note, its layouts, the folds 
     INFO(k.name);
     CHECK(!k.note.empty());
     CHECK(!k.layouts.empty());
-    // auto takes every op but the mapped ones; each other strategy the folds (exact sums through
-    // pieces, whatever the strategy) or the pair ops.
+    // auto takes every op; each other strategy the folds (exact sums through pieces, whatever the
+    // strategy) and the mapped ops, or the pair ops. A backend may leave the mapped ops out.
     const bool folds = std::find(k.ops.begin(), k.ops.end(), Op::Sum) != k.ops.end();
-    const std::vector<Op> want = k.kind == KernelKind::Auto ? std::vector<Op>(unmapped_ops.begin(), unmapped_ops.end())
-                                 : folds                    ? std::vector<Op>(fold_ops.begin(), fold_ops.end())
-                                                            : std::vector<Op>(pair_ops.begin(), pair_ops.end());
+    const bool maps = std::find(k.ops.begin(), k.ops.end(), Op::SumSq) != k.ops.end();
+    std::vector<Op> want;
+    if (k.kind == KernelKind::Auto) want.assign(unmapped_ops.begin(), unmapped_ops.end());
+    else if (folds) want.assign(fold_ops.begin(), fold_ops.end());
+    else want.assign(pair_ops.begin(), pair_ops.end());
+    if (maps) want.insert(want.end(), mapped_ops.begin(), mapped_ops.end());
     CHECK(k.ops.size() == want.size());
     for (Op op : want) CHECK(std::find(k.ops.begin(), k.ops.end(), op) != k.ops.end());
     for (DType t : k.types) CHECK(std::find(types.begin(), types.end(), t) != types.end());
@@ -404,6 +407,90 @@ TEST_CASE("special values per segment: NaN, infinities, -0, type limits") {
         }
       }
     }
+}
+
+// The mapped ops per segment, on rows, columns and CSR segments, against the reference: a row, a
+// column and a segment wholly NaN (nanmin and nanmax give NaN there, as NumPy's, nansum +0,
+// count_nonzero its length), NaN and -0 elsewhere, empty segments (the fold's empty value).
+// Floats from Dist::Uniform (a special family may overflow a sum in one order and not another);
+// integers from Dist::Special (squares and |lowest| wrap, in any order alike). nanmin and nanmax of floats in device memory are refused: the all-NaN pass runs on the host.
+TEST_CASE("mapped ops per segment: NaN, all-NaN, -0 and empty segments, on every strategy that takes them") {
+  const MatrixShape shape{97, 13, 0, Order::C};
+  const std::vector<i64> offsets{0, 0, 1, 4, 4, 37, 1000, 1003, 1261};
+  const std::vector<DType> turning{DType::F32, DType::F64, DType::I8, DType::U8, DType::I32, DType::BF16};
+  const auto data_of = [&](DType t) {
+    HostBuffer data = generate(t, 97 * 13, is_float(t) ? Dist::Uniform : Dist::Special, 31);
+    visit_dtype(t, [&](auto zero) {
+      using T = decltype(zero);
+      if constexpr (is_float_v<T>) {
+        T* x = data.as<T>();
+        const T nan = std::numeric_limits<T>::quiet_NaN();
+        for (u64 c = 0; c < 13; ++c) x[5 * 13 + c] = nan;  // row 5
+        for (u64 r = 0; r < 97; ++r) x[r * 13 + 3] = nan;   // column 3
+        for (u64 i = 1; i < 4; ++i) x[i] = nan;             // segment 2, [1, 4)
+        x[40] = nan;
+        x[41] = T(-0.0f);
+        x[1001] = T(-0.0f);
+      }
+    });
+    return data;
+  };
+  const auto refused = [&](Op op, DType t) { return entry().name() != "host" && may_be_all_nan(op, t); };
+  // The (op, type) pairs of a strategy: auto every mapped op with f32 and i32 (and f16 where
+  // kernels compile ahead); each other strategy every mapped op with a type turning where kernels
+  // compile ahead, else one (op, type), both turning (PoCL builds a program for each).
+  std::size_t turn = 0;
+  const auto runs_of = [&](std::size_t si) {
+    std::vector<std::pair<Op, DType>> runs;
+    for (std::size_t k = 0; k < mapped_ops.size(); ++k) {
+      if (si == 0) {
+        for (DType t : {DType::F32, DType::I32}) runs.emplace_back(mapped_ops[k], t);
+        if (kernels_ahead()) runs.emplace_back(mapped_ops[k], DType::F16);
+      } else if (kernels_ahead()) {
+        runs.emplace_back(mapped_ops[k], turning[(turn + k) % turning.size()]);
+      }
+    }
+    if (si > 0 && !kernels_ahead()) runs.emplace_back(mapped_ops[turn % mapped_ops.size()], turning[turn % turning.size()]);
+    ++turn;
+    return runs;
+  };
+  for (SegmentKind kind : {SegmentKind::Rows, SegmentKind::Columns, SegmentKind::Offsets}) {
+    const auto names = xr_seg::strategies(entry().segment_kernels(), kind, Op::SumSq);
+    for (std::size_t si = 0; si < names.size(); ++si)
+      for (const auto& [op, t] : runs_of(si)) {
+        const HostBuffer data = data_of(t);
+        const std::string what = what_of(names[si], op, t, std::string(to_string(kind)));
+        if (refused(op, t)) {
+          CHECK_THROWS_WITH_AS(entry().reduce_segments(data, offsets, op, RunOptions{.kernel = names[si]}),
+                               doctest::Contains("may be all NaN"), InvalidArgument);
+          continue;
+        }
+        SegmentedResult got;
+        u64 nan_one = 0;  // the wholly NaN row, column or segment
+        if (kind == SegmentKind::Offsets) {
+          got = check_offsets_run(data, offsets, op, names[si], "mapped");
+          nan_one = 2;
+        } else {
+          const int axis = kind == SegmentKind::Rows ? 1 : 0;
+          got = check_axis(data, shape, axis, op, names[si]);
+          nan_one = axis == 1 ? 5 : 3;
+        }
+        if (!is_float(t)) continue;
+        const double v = got.value(nan_one).f;
+        const u64 length = kind == SegmentKind::Offsets ? 3 : kind == SegmentKind::Rows ? 13 : 97;
+        if (fold_of(op) != Op::Sum || map_of(op) != ElementMap::SkipNaN) {
+          if (map_of(op) == ElementMap::NonZero) CHECK_MESSAGE(got.value(nan_one).i == static_cast<i64>(length), what);
+          else CHECK_MESSAGE(std::isnan(v), what, ": ", v);
+        } else {
+          CHECK_MESSAGE(v == 0, what, ": ", v);
+        }
+        if (kind == SegmentKind::Offsets) {  // segments 0 and 3 are empty: the fold's empty value
+          for (u64 empty : {0, 3})
+            CHECK_MESSAGE(got.value(empty).same_bits(empty_segment_value(op, t)), what, ": ", got.value(empty).f, " ",
+                          got.value(empty).i);
+        }
+      }
+  }
 }
 
 TEST_CASE("f16 and bf16: every strategy and fold on rows, columns and offsets; special values; exact sums") {

@@ -3,9 +3,11 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <optional>
 #include <tuple>
 #include <vector>
 
+#include "mapped_reference.hpp"
 #include "pipeline.hpp"
 #include "product_range.hpp"
 #include "regions.hpp"
@@ -35,6 +37,15 @@ std::uint64_t segment_length(const SegmentLayout& l, std::uint64_t i) {
   const detail::Range r = detail::segment_range(l, i);
   return r.end - r.begin;
 }
+
+// Whether the reference carries each value's magnitude: float sums (sum |x|, of mapped values
+// for a mapped op) and float products (|product|).
+bool has_magnitude(Op op, DType type, Accumulator acc) {
+  return is_float(result_dtype(op, type, acc)) && (fold_of(op) == Op::Sum || op == Op::Prod);
+}
+
+// A mapped op's reference: each segment through MappedReference, in parallel (below).
+void reference_mapped_segments(const void* data, const SegmentLayout& layout, Accumulator acc, SegmentReference& ref);
 
 // A pair op's reference: each segment's record by PairFn, element k at index k.
 void reference_pairs(const void* data, const SegmentLayout& layout, SegmentReference& ref) {
@@ -74,17 +85,9 @@ void reference_pairs(const void* data, const SegmentLayout& layout, SegmentRefer
   });
 }
 
-// Segmented reductions take the folds and the pair ops; a mapped op is refused by name.
-void require_unmapped(Op op) {
-  if (is_mapped(op))
-    throw InvalidArgument("reference_segments: segmented reductions do not take " + std::string(to_string(op)) +
-                          " (a mapped op); whole arrays do");
-}
-
 }  // namespace
 
 SegmentReference reference_segments(HostArray data, const SegmentLayout& layout, Op op, Accumulator acc) {
-  require_unmapped(op);
   if (layout.span() > data.n)
     throw InvalidArgument("reference_segments: the layout reaches element " + std::to_string(layout.span()) +
                           " of an input of " + std::to_string(data.n));
@@ -97,8 +100,12 @@ SegmentReference reference_segments(HostArray data, const SegmentLayout& layout,
     reference_pairs(data.data, layout, ref);
     return ref;
   }
+  if (has_magnitude(op, data.type, acc)) ref.magnitude.resize(layout.count);
+  if (is_mapped(op)) {
+    reference_mapped_segments(data.data, layout, acc, ref);
+    return ref;
+  }
   const bool float_sum = op == Op::Sum && is_float(data.type);
-  if (is_float(data.type) && (op == Op::Sum || op == Op::Prod)) ref.magnitude.resize(layout.count);
   if (is_float(data.type) && op == Op::Prod) ref.order_dependent.resize(layout.count);
   visit_dtype(data.type, [&](auto zero) {
     using T = decltype(zero);
@@ -194,6 +201,10 @@ template <class T> class SegmentState {
 
   void reset() {
     len_ = 0;
+    if (is_mapped(op_)) {
+      mapped_.emplace(op_, acc_);
+      return;
+    }
     sum_.clear();
     magnitude_ = 0;
     product_ = 1;
@@ -211,6 +222,12 @@ template <class T> class SegmentState {
     if (n == 0) return;
     const std::uint64_t first = len_;
     len_ += n;
+    if (mapped_) {
+      if (step == 1) mapped_->add(x, n);
+      else
+        for (std::uint64_t k = 0; k < n; ++k) mapped_->add(x + k * step, 1);
+      return;
+    }
     if (is_pair(op_)) {
       visit_pair(op_, [&](auto fn) {
         using F = decltype(fn);
@@ -248,6 +265,12 @@ template <class T> class SegmentState {
   // Segment i of `ref`: its value, index or max, magnitude and length.
   void store(SegmentReference& ref, std::uint64_t i, Accumulator acc) const {
     ref.length[i] = len_;
+    if (mapped_) {
+      const Reference whole = mapped_->finish();
+      if (!ref.magnitude.empty()) ref.magnitude[i] = whole.magnitude;
+      store_value(ref, i, len_ ? whole.value : empty_segment_value(op_, dtype_of<T>, acc));
+      return;
+    }
     if (is_pair(op_)) {
       visit_pair(op_, [&](auto fn) {
         const auto& r = record<decltype(fn)>();
@@ -276,13 +299,17 @@ template <class T> class SegmentState {
       }
     }
     if (len_ && !float_sum_ && !float_prod_) v = wide_ ? Scalar::of<W>(wide_value_) : Scalar::of<T>(value_);
+    store_value(ref, i, v);
+  }
+
+ private:
+  static void store_value(SegmentReference& ref, std::uint64_t i, const Scalar& v) {
     visit_dtype(ref.values.type(), [&](auto r) {
       using R = decltype(r);
       ref.values.as<R>()[i] = v.as<R>();
     });
   }
 
- private:
   template <class F> pair_record_t<F::op, T>& record() { return std::get<pair_record_t<F::op, T>>(records_); }
   template <class F> const pair_record_t<F::op, T>& record() const {
     return std::get<pair_record_t<F::op, T>>(records_);
@@ -336,7 +363,33 @@ template <class T> class SegmentState {
   T value_{};                                  // the other folds, of the input type
   W wide_value_{};                             // sums of narrow integers (Accumulator::Wide)
   std::tuple<Located<T>, Bounds<T>> records_;  // the pair ops
+  std::optional<detail::MappedReference<T>> mapped_;  // the mapped ops
 };
+
+void reference_mapped_segments(const void* data, const SegmentLayout& layout, Accumulator acc, SegmentReference& ref) {
+  visit_dtype(ref.type, [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = static_cast<const T*>(data);
+    const bool columns = layout.kind == SegmentKind::Columns;
+    detail::RegionErrors errors;
+#pragma omp parallel
+    {
+      errors.enter(detail::Region::CoreSegmentFolds);
+#pragma omp for schedule(dynamic, 1024)
+      for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(layout.count); ++signed_i) {
+        if (errors.failed()) continue;
+        errors.guard([&] {
+          const auto i = static_cast<std::uint64_t>(signed_i);
+          SegmentState<T> s(ref.op, ref.type, acc);
+          if (columns) s.add(x + i, layout.length, layout.stride);
+          else s.add(x + detail::segment_range(layout, i).begin, segment_length(layout, i), 1);
+          s.store(ref, i, acc);
+        });
+      }
+    }
+    errors.rethrow();
+  });
+}
 
 // Segments at least this long, in a run read whole, are added with every thread (SegmentState::add_sum)
 // after the shorter ones, each of which takes one thread.
@@ -430,7 +483,6 @@ void stream_columns(ChunkSource& source, const SegmentLayout& l, Op op, Accumula
 
 SegmentReference reference_segments(ChunkSource& source, const SegmentLayout& layout, Op op, Accumulator acc,
                                     std::uint64_t chunk_bytes) {
-  require_unmapped(op);
   if (const void* memory = source.memory())
     return reference_segments(HostArray{memory, source.size(), source.type()}, layout, op, acc);
   if (layout.span() > source.size())
@@ -444,7 +496,7 @@ SegmentReference reference_segments(ChunkSource& source, const SegmentLayout& la
   ref.length.resize(layout.count);
   if (op == Op::MinMax) ref.maxima = HostBuffer(type, layout.count);
   else if (is_pair(op)) ref.indices.resize(layout.count);
-  if (is_float(type) && (op == Op::Sum || op == Op::Prod)) ref.magnitude.resize(layout.count);
+  if (has_magnitude(op, type, acc)) ref.magnitude.resize(layout.count);
   if (is_float(type) && op == Op::Prod) ref.order_dependent.resize(layout.count);
   if (!layout.count) return ref;
   visit_dtype(type, [&](auto zero) {

@@ -99,8 +99,9 @@ template <class F> decltype(auto) visit_pair_type(Op op, DType type, F&& f) {
   return visit_pair(op, [&](auto fn) { return visit_dtype(type, [&](auto t) { return f(fn, t); }); });
 }
 
-// The fold whose identity a pair op's empty value is: min for argmin and minmax, max for argmax.
-Op value_fold(Op op) { return op == Op::ArgMax ? Op::Max : op == Op::ArgMin || op == Op::MinMax ? Op::Min : op; }
+// The fold whose identity a pair op's empty value is: min for argmin and minmax, max for argmax;
+// a mapped op's fold; a fold itself.
+Op value_fold(Op op) { return op == Op::ArgMax ? Op::Max : op == Op::ArgMin || op == Op::MinMax ? Op::Min : fold_of(op); }
 
 }  // namespace
 
@@ -603,6 +604,30 @@ double run_call(Call& c, bool exact, Result& r, std::uint64_t& rounding_depth) {
   return wall;
 }
 
+// nanmin and nanmax of float segments: as needs_nan_twin, segment by segment. Whether a value is
+// its fold's identity (an all-NaN segment, an empty one, or one whose extreme is that infinity).
+bool holds_nan_twin_candidate(const SegmentedResult& result, Op op) {
+  for (std::uint64_t i = 0; i < result.values.size(); ++i)
+    if (needs_nan_twin(op, result.value(i))) return true;
+  return false;
+}
+
+// NaN for each non-empty segment whose value and whose twin's are both their identities: every
+// element of it is NaN. An empty segment keeps the identity, as min and max of one do.
+void settle_segments_with_twin(SegmentedResult& result, const SegmentLayout& layout, const SegmentedResult& twin) {
+  visit_dtype(result.values.type(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (is_float_v<T>) {
+      for (std::uint64_t i = 0; i < result.values.size(); ++i) {
+        const std::uint64_t length =
+            layout.kind == SegmentKind::Offsets ? segment_range(layout, i).end - segment_range(layout, i).begin : layout.length;
+        if (length && needs_nan_twin(result.record.op, result.value(i)) && needs_nan_twin(twin.record.op, twin.value(i)))
+          result.values.as<T>()[i] = std::numeric_limits<T>::quiet_NaN();
+      }
+    }
+  });
+}
+
 // The fields every segmented record carries: backend, device, n, op, type, repeats, and bytes per
 // second over total_ms when set, else kernel_ms.
 void fill_record(Result& r, std::string_view backend, const std::string& device_name, const SegmentLayout& layout,
@@ -643,8 +668,11 @@ KernelInfo check_segment_call(SegmentDevice& device, std::string_view backend, c
   return k;
 }
 
-SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
-                             ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options) {
+namespace {
+
+// run_segments below, but for nanmin and nanmax settling all-NaN segments.
+SegmentedResult run_segments_once(SegmentDevice& device, std::string_view backend, const std::string& device_name,
+                                  ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options) {
   const DType type = source.type();
   const KernelInfo k = check_segment_call(device, backend, layout, op, type, options);
   if (layout.span() > source.size())
@@ -690,9 +718,25 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
     r.finish = "none (no segments)";
   }
   if (is_pair(op)) split_records(op, type, static_cast<const unsigned char*>(records.data()), result);
+  if (map_of(op) == ElementMap::Square && is_float(type)) result.rounding_depth += 1;  // each square rounds once
   result.bytes_read = bytes_read(layout, type);
   result.bytes_written = layout.count * segment_record_bytes(op, type, options.accumulator);
   fill_record(r, backend, device_name, layout, op, type, options);
+  return result;
+}
+
+}  // namespace
+
+SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
+                             ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options) {
+  SegmentedResult result = run_segments_once(device, backend, device_name, source, layout, op, options);
+  if (may_be_all_nan(op, source.type()) && holds_nan_twin_candidate(result, op)) {
+    RunOptions once = options;
+    once.warmup = 0;
+    once.repeat = 1;
+    settle_segments_with_twin(
+        result, layout, run_segments_once(device, backend, device_name, source, layout, nan_twin(op), once));
+  }
   return result;
 }
 
@@ -700,6 +744,11 @@ Result run_device_segments(SegmentDevice& device, std::string_view backend, cons
                            const DeviceSegmentCall& call, const RunOptions& options) {
   SegmentLayout layout = call.layout;
   const KernelInfo k = check_segment_call(device, backend, layout, call.op, call.type, options);
+  if (may_be_all_nan(call.op, call.type))
+    throw InvalidArgument(std::string(backend) + ": " + std::string(to_string(call.op)) + " of " +
+                          std::string(to_string(call.type)) + " segments in device memory: where a segment may be all NaN "
+                          "(NaN, not " + (fold_of(call.op) == Op::Min ? "+inf" : "-inf") +
+                          "), a second pass follows the first once its values are on the host: reduce a host input");
   const bool exact = options.exact && exact_applies(call.op, call.type);
   if (exact && !call.synchronous)
     throw InvalidArgument(std::string(backend) +

@@ -388,20 +388,21 @@ template <Op O, class T, class A> std::uint64_t run_columns(const T* x, const Se
 // Instantiates run<O, T, C> for the job's (op, type, accumulator A), C the type it computes in:
 // A, or f32 for the min and max of f16 and bf16, whose values then go back to the input type
 // exactly (each is an input, an infinity or a NaN).
+// A mapped op runs its fold over Mapped<T, op> elements (semantics.hpp), which apply the map as
+// they convert to the accumulator, with the mapped op's accumulator.
 template <class F> std::uint64_t dispatch(const SegmentJob& job, int threads, F run) {
   return visit_dtype(job.type, [&](auto zero) -> std::uint64_t {
     using T = decltype(zero);
-    return visit_fold(job.op, [&](auto fn) {
-      constexpr Op O = decltype(fn)::op;
-      const T* x = static_cast<const T*>(job.data.address());
+    const auto fold = [&]<Op O, class E, Op Acc>() -> std::uint64_t {
+      const E* x = static_cast<const E*>(job.data.address());
       const auto with = [&]<class A>() -> std::uint64_t {
         using C = compute_t<A>;
         A* out = static_cast<A*>(job.out.mutable_address());
         if constexpr (std::is_same_v<C, A>) {
-          return run.template operator()<O, T, A>(x, job.layout, out, threads);
+          return run.template operator()<O, E, A>(x, job.layout, out, threads);
         } else {
           std::vector<C> values(job.layout.count);
-          const std::uint64_t depth = run.template operator()<O, T, C>(x, job.layout, values.data(), threads);
+          const std::uint64_t depth = run.template operator()<O, E, C>(x, job.layout, values.data(), threads);
           const auto count = static_cast<std::int64_t>(values.size());
           RegionErrors errors;
 #pragma omp parallel num_threads(threads)
@@ -415,8 +416,17 @@ template <class F> std::uint64_t dispatch(const SegmentJob& job, int threads, F 
         }
       };
       if (job.options.accumulator == Accumulator::Native)
-        return with.template operator()<accumulator_t<O, T, Accumulator::Native>>();
-      return with.template operator()<accumulator_t<O, T, Accumulator::Wide>>();
+        return with.template operator()<accumulator_t<Acc, T, Accumulator::Native>>();
+      return with.template operator()<accumulator_t<Acc, T, Accumulator::Wide>>();
+    };
+    if (is_mapped(job.op))
+      return visit_mapped(job.op, [&](auto fn) {
+        using M = decltype(fn);
+        return fold.template operator()<M::fold, typename M::template element<T>, M::op>();
+      });
+    return visit_fold(job.op, [&](auto fn) {
+      constexpr Op O = decltype(fn)::op;
+      return fold.template operator()<O, T, O>();
     });
   });
 }
@@ -460,11 +470,11 @@ std::vector<KernelInfo> Segments::kernels() const {
   const std::vector<SegmentKind> every{SegmentKind::Rows, SegmentKind::Offsets, SegmentKind::Columns};
   return {
       strategy("auto", "rows for rows and segments, columns for columns; pairs for argmin, argmax, minmax",
-               KernelKind::Auto, every, unmapped_ops),
+               KernelKind::Auto, every, all_ops),
       strategy("rows", "elements split evenly over threads, SIMD lanes within a run: any mix of lengths",
-               KernelKind::Rung, {SegmentKind::Rows, SegmentKind::Offsets}, fold_ops),
+               KernelKind::Rung, {SegmentKind::Rows, SegmentKind::Offsets}, folding_ops),
       strategy("columns", "SIMD across columns, rows streamed per thread into partials: reads in order, one partial row per thread", KernelKind::Rung,
-               {SegmentKind::Columns}, fold_ops),
+               {SegmentKind::Columns}, folding_ops),
       strategy("pairs", "argmin, argmax, minmax: segments over threads, columns in blocks by bands of rows, "
                         "scalar compares in index order; no SIMD, one thread per segment",
                KernelKind::Rung, every, pair_ops),
@@ -497,7 +507,7 @@ SegmentOutcome Segments::reduce(const SegmentJob& job) {
   o.kernel = job.options.kernel == "auto" ? "auto:" + name : name;
   o.finish = pairs ? (columns ? "row bands' records by PairFn" : "one thread per segment")
              : columns ? "partials in thread order" : "split segments' pieces in thread order";
-  o.depth = job.op == Op::Sum && is_float(job.type) ? depth : 0;
+  o.depth = fold_of(job.op) == Op::Sum && is_float(result_dtype(job.op, job.type, job.options.accumulator)) ? depth : 0;
   return o;
 }
 

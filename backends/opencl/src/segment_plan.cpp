@@ -56,8 +56,9 @@ void refuse_layout(const Setting& s) {
 
 std::size_t lowest_bit(std::size_t x) { return x & (~x + 1); }
 
-CachedKernel& segment_kernel(const Setting& s, DType in, const Build& b, const char* name) {
-  return cached_kernel(s.context, s.caps.device, kSegmentsSource, build_options(in, s.acc, s.call.op, b), name);
+CachedKernel& segment_kernel(const Setting& s, DType in, cl_mem data, const Build& b, const char* name) {
+  const Op op = data == s.call.data ? s.call.op : fold_of(s.call.op);
+  return cached_kernel(s.context, s.caps.device, kSegmentsSource, build_options(in, s.acc, op, b), name);
 }
 
 // Work-groups a launch aims at: kSegWaves times what the device holds at once.
@@ -131,7 +132,7 @@ Launch team_step(const Setting& s, const TeamLaunch& t, std::size_t L) {
   Launch st;
   st.name = "xr_seg_team";
   const Build build = team_build(s, t);
-  st.kernel = &segment_kernel(s, t.in, build, st.name);
+  st.kernel = &segment_kernel(s, t.in, t.data, build, st.name);
   const std::size_t scratch = std::size_t{build.segs} * s.compute_bytes;
   st.limit = group_limit(*st.kernel, s.caps, scratch);
   st.local = L;
@@ -265,7 +266,7 @@ void add_sorting_steps(const Setting& s, std::size_t L, const Sorting& sorting, 
   p.steps.push_back(fill_launch(counters, 8 * sizeof(cl_uint), &zero, sizeof zero, "planning counters"));
   Launch st;
   st.name = "xr_seg_plan";
-  st.kernel = &segment_kernel(s, c.type, Build{Mode::Offsets}, st.name);
+  st.kernel = &segment_kernel(s, c.type, c.data, Build{Mode::Offsets}, st.name);
   st.limit = group_limit(*st.kernel, s.caps, sizeof(cl_ulong));
   // Scans of 16-bit fields: at most 65535 work-items.
   st.local = std::min<std::size_t>(L, 65535);

@@ -96,7 +96,8 @@ struct SegmentStrategy {
   std::vector<SegmentBuffers::Role> scratch;  // the buffers its plans take
   // Needs the host's copy of the offsets to size its launches (a job without them reads them back).
   bool plans_from_offsets = false;
-  // Takes the pair ops (argmin, argmax, minmax) and no fold; the others take the folds (auto: all).
+  // Takes the pair ops (argmin, argmax, minmax) and no fold; the others take the folds and the
+  // mapped ops (auto: every op).
   bool pair_ops = false;
   // The plan at work-group size L; null for auto.
   Plan (*plan)(const Setting& s, std::size_t L) = nullptr;
@@ -122,7 +123,10 @@ constexpr std::uint64_t kBalancedMostSegments = (std::uint64_t{1} << 32) - 1;
 // kind its row does not list).
 [[noreturn]] void refuse_layout(const Setting& s);
 
-CachedKernel& segment_kernel(const Setting& s, DType in, const Build& b, const char* name);
+// The kernel `name` of the program for a step that reads `data` as elements of `in`: the call's
+// op over the call's data; its fold over anything else (partials, which a mapped op's map must
+// not meet again).
+CachedKernel& segment_kernel(const Setting& s, DType in, cl_mem data, const Build& b, const char* name);
 
 // Work-groups a launch aims at: kSegWaves times what the device holds at once.
 std::uint64_t target_groups(const DeviceCaps& caps, std::size_t local);

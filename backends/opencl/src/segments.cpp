@@ -77,9 +77,9 @@ std::vector<KernelInfo> segment_strategies(const DeviceCaps& caps) {
     k.name = r->name;
     k.note = std::string(r->note) + no64;
     k.kind = r->choose ? KernelKind::Auto : KernelKind::Rung;
-    if (r->choose) k.ops.assign(unmapped_ops.begin(), unmapped_ops.end());
+    if (r->choose) k.ops.assign(all_ops.begin(), all_ops.end());
     else if (r->pair_ops) k.ops.assign(pair_ops.begin(), pair_ops.end());
-    else k.ops.assign(fold_ops.begin(), fold_ops.end());
+    else k.ops.assign(folding_ops.begin(), folding_ops.end());
     k.types = types;
     k.exact = !r->pair_ops;  // exact sums go through exact pieces, whatever the fold strategy
     k.blocks = r->one_item_groups ? BlockRule{1, 1, 1, {}, 1} : BlockRule{1, widest, 1, {}, 0};

@@ -54,7 +54,7 @@ Plan plan_offsets(const Setting& s, std::size_t L_default) {
   b.balanced = K;
   Launch st;
   st.name = "xr_seg_balanced";
-  st.kernel = &segment_kernel(s, c.type, b, st.name);
+  st.kernel = &segment_kernel(s, c.type, c.data, b, st.name);
   st.limit = group_limit(*st.kernel, s.caps, ceil_div(balanced_local_bytes(L, K, elem, s.compute_bytes), L));
   st.local = L;
   st.global = static_cast<std::size_t>(groups) * L;
@@ -87,7 +87,7 @@ Plan plan_offsets(const Setting& s, std::size_t L_default) {
   if (groups > 1) {
     Launch fix;
     fix.name = "xr_seg_balanced_fixup";
-    fix.kernel = &segment_kernel(s, c.type, b, fix.name);
+    fix.kernel = &segment_kernel(s, c.type, c.data, b, fix.name);
     fix.limit = group_limit(*fix.kernel, s.caps, s.compute_bytes);
     fix.local = L;
     fix.global = static_cast<std::size_t>(groups) * L;

@@ -26,7 +26,7 @@ Launch columns_step(const Setting& s, DType in, cl_mem data, std::uint64_t offse
   st.name = "xr_seg_columns";
   Build b;
   b.pack = pack;
-  st.kernel = &segment_kernel(s, in, b, st.name);
+  st.kernel = &segment_kernel(s, in, data, b, st.name);
   const std::size_t scratch = pack * s.compute_bytes;
   st.limit = group_limit(*st.kernel, s.caps, scratch);
   st.local = static_cast<std::size_t>(W * lanes);

@@ -59,7 +59,7 @@ Plan plan_serial_segments(const Setting& s) {
   }
   Launch st;
   st.name = "xr_seg_serial";
-  st.kernel = &segment_kernel(s, c.type, b, st.name);
+  st.kernel = &segment_kernel(s, c.type, c.data, b, st.name);
   st.limit = group_limit(*st.kernel, s.caps, 0);
   st.global = static_cast<std::size_t>(items);
   st.local = 1;
@@ -83,7 +83,7 @@ Plan plan_serial_segments(const Setting& s) {
   if (cut) {
     Launch fix;
     fix.name = "xr_seg_serial_fixup";
-    fix.kernel = &segment_kernel(s, c.type, b, fix.name);
+    fix.kernel = &segment_kernel(s, c.type, c.data, b, fix.name);
     fix.limit = group_limit(*fix.kernel, s.caps, 0);
     fix.global = static_cast<std::size_t>(items);
     fix.local = 1;
@@ -107,7 +107,7 @@ Launch columns_serial_step(const Setting& s, DType in, cl_mem data, std::uint64_
   *depth = band_rows + (b.narrow ? policy::kRunsVectorWidth / b.narrow + band_rows % policy::kRunsVectorWidth : 0);
   Launch st;
   st.name = "xr_seg_columns_serial";
-  st.kernel = &segment_kernel(s, in, b, st.name);
+  st.kernel = &segment_kernel(s, in, data, b, st.name);
   st.limit = group_limit(*st.kernel, s.caps, 0);
   st.local = 1;
   st.global = static_cast<std::size_t>(std::min(blocks * *bands, max_groups(1)));
