@@ -14,11 +14,13 @@ from . import _xreduce
 from ._xreduce import BackendUnavailable, DeviceError, KernelBuildError, Result
 
 __all__ = [
-    "sum", "prod", "min", "max", "argmin", "argmax", "minmax", "reduce_segments",
+    "sum", "prod", "min", "max", "argmin", "argmax", "minmax", "nansum", "nanmin", "nanmax", "count_nonzero",
+    "reduce_segments",
     "backends", "check", "Reducer", "Result", "BackendUnavailable", "DeviceError", "KernelBuildError",
 ]
-from ._arrays import (_BACKENDS, _CONTIGUOUS_HINT, _KDL_CUDA, _Array, _acquire, _finish, _host_scalar,
-                      _is_contiguous, _normalize_axis, _not_in_place, _Plan, _plan, _require_cuda, _values)
+from ._arrays import (_BACKENDS, _CONTIGUOUS_HINT, _FOLD_OF, _KDL_CUDA, _NO_IDENTITY, _Array, _acquire,
+                      _check_op, _finish, _host_scalar, _is_contiguous, _normalize_axis, _not_in_place, _Plan, _plan,
+                      _require_cuda, _values)
 from ._device import _cuda_reduce, _cuda_segments, _host_backend, _shared_reducer
 
 
@@ -62,7 +64,9 @@ class Reducer:
 
     def reduce(self, x, op: str = "sum", *, axis=None, exact: bool = False, kernel: str = "auto",
                threads: int = 0, keepdims: bool = False, out=None):
-        """Reduces x with op ("sum", "prod", "min", "max", "argmin", "argmax", "minmax") on this backend."""
+        """Reduces x with op on this backend: "sum", "prod", "min", "max", "argmin", "argmax", "minmax",
+        or a mapped op: "nansum", "nanmin", "nanmax", "count_nonzero", "sumsq" (sum of squares),
+        "asum" (sum of absolute values)."""
         return _reduce(x, op, axis, exact, self.name, self._device, keepdims, out, kernel, threads, self._reducer)
 
     def record(self, x, op: str = "sum", *, exact: bool = False, kernel: str = "auto", threads: int = 0,
@@ -70,8 +74,7 @@ class Reducer:
         """The whole reduction's record (a Result): value, index (arg ops), maximum (minmax), n,
         backend, device, kernel that ran, launches, median kernel and transfer times over `repeat`
         runs after `warmup`, bytes/s, rounding depth. x: a contiguous array."""
-        if op not in ("sum", "prod", "min", "max", "argmin", "argmax", "minmax"):
-            raise ValueError(f"unknown op {op!r}: sum, prod, min, max, argmin, argmax or minmax")
+        _check_op(op)
         a = _acquire(x)
         if not _is_contiguous(a):
             raise _not_in_place("record", a)
@@ -92,8 +95,7 @@ class Reducer:
 
 
 def _reduce(x, op, axis, exact, backend, device, keepdims, out, kernel="auto", threads=0, reducer=None):
-    if op not in ("sum", "prod", "min", "max", "argmin", "argmax", "minmax"):
-        raise ValueError(f"unknown op {op!r}: sum, prod, min, max, argmin, argmax or minmax")
+    _check_op(op)
     a = _acquire(x)
     ndim = len(a.shape)
     axis = _normalize_axis(axis, ndim)
@@ -120,7 +122,7 @@ def _host_reduce(reducer, a: _Array, op, axis, exact, kernel, threads):
     if plan.kind == "lines":
         return _host_lines(reducer, a, op, plan, exact, kernel, threads)
     length = plan.rows if plan.axis == 0 else plan.cols
-    if length == 0 and op != "sum" and op != "prod":
+    if length == 0 and op in _NO_IDENTITY:
         raise ValueError(f"{op} of a zero-size axis has no value (as in NumPy: no identity)")
     found = _unpack(op, *reducer.reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order,
                                              plan.axis, op, exact, kernel, threads))
@@ -141,9 +143,10 @@ def _unpack(op, raw, dtype, record, indices, maxima):
 
 def _host_lines(reducer, a: _Array, op, plan: _Plan, exact, kernel, threads):
     """The whole of a 2-D array that is not one contiguous run: each line (a row of a C-order
-    array, a column of a Fortran-order one) first, then their results. Min, max, the arg ops and
-    integer sums and products come out as one reduction gives them; float sums and products
-    round in that order; an exact sum would round twice, so it is refused."""
+    array, a column of a Fortran-order one) first, then their results (by the op's fold: the
+    lines' sums of squares are summed, not squared again). Min, max, the arg ops and integer sums
+    and products come out as one reduction gives them; float sums and products round in that
+    order; an exact sum would round twice, so it is refused."""
     if op == "sum" and exact and a.dtype in ("f16", "bf16", "f32", "f64"):
         raise ValueError("an exact sum with axis=None reads the array in one piece, and this one has gaps between "
                          f"its {'rows' if plan.order == 'C' else 'columns'}; make it contiguous first, e.g. "
@@ -157,7 +160,8 @@ def _host_lines(reducer, a: _Array, op, plan: _Plan, exact, kernel, threads):
         return _host_scalar(r_lo.value, r_lo.dtype), _host_scalar(r_hi.value, r_hi.dtype)
     if op not in ("argmin", "argmax"):
         raw, dtype = lines[0], lines[1]
-        r = reducer.reduce(raw.ctypes.data, raw.size // _itemsize(dtype), dtype, op, exact, kernel, threads)
+        r = reducer.reduce(raw.ctypes.data, raw.size // _itemsize(dtype), dtype, _FOLD_OF.get(op, op), exact, kernel,
+                           threads)
         return _host_scalar(r.value, r.dtype)
     # The arg ops: each line's extreme and its first index, then NumPy's rules over the lines.
     values = _values(lines[0], lines[1]).astype(np.float64 if a.dtype in ("f16", "bf16", "f32", "f64") else
@@ -243,6 +247,22 @@ def minmax(x, axis=None, *, backend: str = "auto", device=None, keepdims: bool =
     return _reduce(x, "minmax", axis, False, backend, device, keepdims, out)
 
 
+def nansum(x, axis=None, *, backend: str = "auto", device=None, keepdims: bool = False, out=None):
+    return _reduce(x, "nansum", axis, False, backend, device, keepdims, out)
+
+
+def nanmin(x, axis=None, *, backend: str = "auto", device=None, keepdims: bool = False, out=None):
+    return _reduce(x, "nanmin", axis, False, backend, device, keepdims, out)
+
+
+def nanmax(x, axis=None, *, backend: str = "auto", device=None, keepdims: bool = False, out=None):
+    return _reduce(x, "nanmax", axis, False, backend, device, keepdims, out)
+
+
+def count_nonzero(x, axis=None, *, backend: str = "auto", device=None, keepdims: bool = False, out=None):
+    return _reduce(x, "count_nonzero", axis, False, backend, device, keepdims, out)
+
+
 sum.__doc__ = """Sum of the elements of x (NumPy's sum), one read of the data.
 
     Differs from NumPy: i8, u8, i32 and u32 sum in 64 bits (i64, u64), as NumPy does on Linux;
@@ -274,13 +294,36 @@ argmin.__doc__ = """Index of the first smallest element of x (NumPy's argmin), a
 argmax.__doc__ = argmin.__doc__.replace("smallest element", "largest element").replace("argmin", "argmax")
 minmax.__doc__ = """(min(x), max(x)) as a pair, by min's and max's rules.
 """ + _COMMON
+nansum.__doc__ = """Sum of the elements of x that are not NaN (NumPy's nansum): a NaN counts as +0.
+
+    Types and rounding as sum (f16 and bf16 return f32; narrow integers sum in 64 bits; integers
+    have no NaN, so it is their sum). All NaN, or nothing, sums to +0.0, as in NumPy; [-0.0, NaN]
+    gives +0.0 (NaN's +0 added to -0), as NumPy's does. No exact mode.
+""" + _COMMON
+nanmin.__doc__ = """Smallest element of x ignoring NaN (NumPy's nanmin).
+
+    Where every element (of a row or column, along an axis) is NaN the result is NaN, as NumPy's
+    (without its RuntimeWarning); -inf beside NaN gives -inf. Returns the input type. Nothing to
+    reduce raises ValueError. A CUDA float array: with axis=None the value is read on the host
+    once (a second pass tells an all-NaN input from one whose min is +inf), so the call waits;
+    along an axis it raises ValueError.
+""" + _COMMON
+nanmax.__doc__ = nanmin.__doc__.replace("Smallest", "Largest").replace("nanmin", "nanmax").replace(
+    "-inf beside NaN gives -inf", "+inf beside NaN gives +inf").replace("min is +inf", "max is -inf")
+count_nonzero.__doc__ = """Number of elements of x that are not zero (NumPy's count_nonzero), an int64.
+
+    NaN counts (it is not zero); -0.0 does not. axis=None gives an int64 scalar, an axis an int64
+    array (NumPy gives a Python int and intp).
+""" + _COMMON
 
 
 def reduce_segments(x, offsets, op: str = "sum", *, exact: bool = False, backend: str = "auto", device=None):
     """One value per CSR segment [offsets[i], offsets[i + 1]) of the 1-D array x.
 
-    op: "sum", "prod", "min", "max", "argmin", "argmax" (int64 indices within each segment) or
-    "minmax" (a pair of arrays: minima, maxima). offsets: len(offsets) - 1 segments,
+    op: "sum", "prod", "min", "max", "argmin", "argmax" (int64 indices within each segment),
+    "minmax" (a pair of arrays: minima, maxima), or a mapped op: "nansum", "nanmin", "nanmax",
+    "count_nonzero", "sumsq", "asum" (nanmin and nanmax give NaN for a segment of only NaN;
+    of a float CUDA x they raise ValueError). offsets: len(offsets) - 1 segments,
     non-decreasing, from 0 up to len(x) (ValueError naming the first bad position otherwise);
     int64 arrays are read in place, others converted. An empty segment gives the op's identity:
     sum 0, prod 1, min +inf or the type's largest value, max -inf or the type's lowest value;

@@ -76,6 +76,20 @@ class _Array(NamedTuple):
     library: str       # "numpy", "torch", "cupy", "jax", ... : the module the array came from
 
 
+# The ops by name (xreduce/types.hpp): the folds, the pair ops and the mapped ops.
+_OPS = ("sum", "prod", "min", "max", "argmin", "argmax", "minmax", "nansum", "nanmin", "nanmax", "count_nonzero",
+        "sumsq", "asum")
+# Ops with no value over nothing: a zero-size axis raises ValueError, as in NumPy.
+_NO_IDENTITY = ("min", "max", "argmin", "argmax", "minmax", "nanmin", "nanmax")
+# What combines the values of a mapped op over parts of an array (its fold), where not itself.
+_FOLD_OF = {"sumsq": "sum", "asum": "sum", "nansum": "sum", "count_nonzero": "sum"}
+
+
+def _check_op(op: str) -> None:
+    if op not in _OPS:
+        raise ValueError(f"unknown op {op!r}: " + ", ".join(_OPS[:-1]) + " or " + _OPS[-1])
+
+
 _LIBRARY_OF_TYPE: dict = {}  # type -> its top-level module's name, filled as types come
 
 

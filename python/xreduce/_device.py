@@ -9,8 +9,8 @@ import threading
 import numpy as np
 
 from . import _xreduce
-from ._arrays import (_BACKENDS, _HOST_ORDER, _KDL_CUDA, _Array, _acquire, _host_scalar, _not_in_place, _numpy_dtype,
-                      _plan, _xreduce_status)
+from ._arrays import (_BACKENDS, _HOST_ORDER, _KDL_CUDA, _NO_IDENTITY, _Array, _acquire, _host_scalar, _not_in_place,
+                      _numpy_dtype, _plan, _xreduce_status)
 from ._xreduce import BackendUnavailable
 
 # One reducer per (backend, device), made on first use: device discovery and kernel builds
@@ -208,13 +208,15 @@ def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
     if plan.kind == "lines":
         raise _not_in_place(f"{op} with axis=None of a CUDA array", a)
     if plan.kind == "flat":
-        if a.library in _SYNCHRONOUS_RESULTS or a.library not in _DEVICE_RESULTS:
+        # nanmin and nanmax of floats: an all-NaN input takes a second pass once the value is on the host.
+        all_nan_pass = op in ("nanmin", "nanmax") and a.dtype in ("f16", "bf16", "f32", "f64")
+        if a.library in _SYNCHRONOUS_RESULTS or a.library not in _DEVICE_RESULTS or all_nan_pass:
             results = _flat_sync(a, plan.n, op, exact, kernel)
         else:
             results = _flat_async(a, plan.n, op, exact, kernel)
     else:
         length = plan.rows if plan.axis == 0 else plan.cols
-        if length == 0 and op != "sum" and op != "prod":
+        if length == 0 and op in _NO_IDENTITY:
             raise ValueError(f"{op} of a zero-size axis has no value (as in NumPy: no identity)")
         count = plan.cols if plan.axis == 0 else plan.rows
         records, ptr, pick = _segment_results(a, count, op)

@@ -1,5 +1,6 @@
 """Every op x type x axis x layout against NumPy, on every host backend."""
 import math
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -50,6 +51,69 @@ def test_op_type_axis(backend, op, dtype):
     got = getattr(xr, op)(x2[:, 1], backend=backend)  # a strided 1-D column, read in place
     want = numpy_ref(x2[:, 1].astype(np.float32) if np.dtype(dtype).name == "bfloat16" else x2[:, 1], op, None)
     assert float(got) == float(want)
+
+
+NAN_OPS = ["nansum", "nanmin", "nanmax", "count_nonzero"]
+
+
+def with_nans(x2):
+    """x2 with a row and a column wholly NaN, a lone NaN and a -0 (floats); integers as they are."""
+    if x2.dtype.kind != "f" and np.dtype(x2.dtype).name != "bfloat16":
+        return x2
+    x = x2.copy()
+    x[2, :] = np.nan
+    x[:, 4] = np.nan
+    x[0, 1] = np.nan
+    x[3, 0] = -0.0
+    return x
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", NAN_OPS)
+def test_nan_ops_as_numpy(backend, op, dtype):
+    rng = np.random.default_rng(11)
+    x2 = with_nans(sample(dtype, (5, 7), rng))
+    for axis in (None, 0, 1, -1):
+        for name, x in layouts(x2):
+            got = getattr(xr, op)(x, axis=axis, backend=backend)
+            ref = x.astype(np.float32) if np.dtype(dtype).name == "bfloat16" else x
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's all-NaN slice warning
+                want = getattr(np, op)(ref.astype(np.float64) if op == "nansum" and ref.dtype.kind == "f" else ref,
+                                       axis=axis)
+            np.testing.assert_array_equal(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64),
+                                          err_msg=f"{op} {name} axis={axis}")
+            if op == "count_nonzero":
+                assert np.asarray(got).dtype == np.int64
+
+
+def test_nan_ops_edges(backend):
+    nan = np.nan
+    assert np.isnan(xr.nanmax(np.float32([nan, nan]), backend=backend))
+    assert xr.nanmin(np.float64([nan, np.inf]), backend=backend) == np.inf
+    assert xr.nanmax(np.float32([-np.inf, nan]), backend=backend) == -np.inf
+    s = xr.nansum(np.float32([-0.0, nan]), backend=backend)
+    assert s == 0 and math.copysign(1, s) == 1  # NaN counts as +0, as in NumPy
+    assert xr.nansum(np.float16([nan, 1, 2]), backend=backend).dtype == np.float32
+    assert xr.nansum(np.float64([]), backend=backend) == 0
+    assert xr.count_nonzero(np.float32([0, -0.0, nan, 2]), backend=backend) == 2
+    assert xr.count_nonzero(np.zeros((3, 0), dtype=np.int8), axis=1, backend=backend).tolist() == [0, 0, 0]
+    with pytest.raises(ValueError, match="zero-size"):
+        xr.nanmin(np.zeros((4, 0), dtype=np.float32), axis=1, backend=backend)
+    with pytest.raises(ValueError, match="unknown op"):
+        xr.Reducer(backend).reduce(np.float32([1]), "nanprod")
+    y = np.float32([nan, nan, 1, -2, nan, 7])
+    offs = [0, 2, 2, 6]
+    np.testing.assert_array_equal(xr.reduce_segments(y, offs, "nanmax", backend=backend), [nan, -np.inf, 7])
+    np.testing.assert_array_equal(xr.reduce_segments(y, offs, "nansum", backend=backend), [0, 0, 6])
+    np.testing.assert_array_equal(xr.reduce_segments(y, offs, "sumsq", backend=backend), [nan, 0, nan])
+    np.testing.assert_array_equal(xr.reduce_segments(y[2:], [0, 2, 4], "asum", backend=backend), [3, nan])
+    assert xr.reduce_segments(y, offs, "count_nonzero", backend=backend).tolist() == [2, 0, 4]
+    # axis=None of an array with gaps: the lines' values combined by the fold (sums of squares
+    # summed, not squared again).
+    m = np.repeat(np.float32([[1, 2], [3, 4]]), 2, axis=0)[::2]
+    assert xr.Reducer(backend).reduce(m, "sumsq") == 30
+    assert xr.Reducer(backend).reduce(m, "asum") == 10
 
 
 def test_result_types():
