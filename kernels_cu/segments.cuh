@@ -4,7 +4,9 @@
 // the accumulator type (f16 and bf16: f32 for sums and products, the input type, compared in f32,
 // for min and max), writes empty_value for a segment with no elements, and clamps offsets read
 // from device memory to [0, n] (begin to [0, n], end to [begin, n]), so that offsets which
-// decrease or run past the input never make a kernel read outside it.
+// decrease or run past the input never make a kernel read outside it. A mapped op runs its fold
+// over elements of xr::Mapped<T, M> (In), each mapped once as it converts to Acc; partials and
+// carried values are of Acc and fold as they are.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +28,11 @@ template <xr::Op O, class Acc> __device__ __forceinline__ Acc segment_value(Acc 
   return length ? acc : empty_value<O, Acc>();
 }
 
-// One element through the read-only data cache (__ldg); f16 and bf16 as their 16 bits.
+// One element through the read-only data cache (__ldg); f16 and bf16 as their 16 bits, an
+// element of xr::Mapped<T, M> as its raw T (mapped where it converts to the accumulator).
 template <class T> __device__ __forceinline__ T load_ro(const T* p) {
-  if constexpr (xr::is_half_v<T>) return T::from_bits(__ldg(reinterpret_cast<const unsigned short*>(p)));
+  if constexpr (xr::is_mapped_v<T>) return T{load_ro(&p->raw)};
+  else if constexpr (xr::is_half_v<T>) return T::from_bits(__ldg(reinterpret_cast<const unsigned short*>(p)));
   else return __ldg(p);
 }
 

@@ -400,18 +400,79 @@ TEST_CASE("mapped ops: which rungs take them, what reduce_async and the segments
     CHECK(got == (op == Op::NanMin ? -7 : 5));
   }
 
-  // No segment strategy takes a mapped op.
+  // Segments: every strategy takes the mapped ops but cub (CUB's reduce of the raw elements) and
+  // pairs (the pair ops alone).
+  for (const auto& s : xr::cuda::segment_kernels()) {
+    const bool maps = s.name != "cub" && s.name != "pairs";
+    for (Op op : xr::mapped_ops) {
+      INFO(s.name << " " << xr::to_string(op));
+      CHECK(s.supports(op, DType::F32) == maps);
+    }
+  }
+  // nanmin and nanmax of float segments in device memory would need a second pass: refused.
   const std::vector<std::int64_t> offsets{0, 2, 5};
   DevBuf<std::int64_t> d_offsets(offsets);
   DevBuf<std::int64_t> segment_out(2);
-  for (Op op : xr::mapped_ops) {
+  for (Op op : {Op::NanMin, Op::NanMax}) {
     CHECK_THROWS_AS(xr::cuda::reduce_segments(d.p, h.size(), d_offsets.p, 2, op, segment_out.p), xr::InvalidArgument);
     CHECK_THROWS_AS(xr::cuda::reduce_segments_async(d.p, h.size(), d_offsets.p, 2, op, segment_out.p),
                     xr::InvalidArgument);
     CHECK_THROWS_AS(xr::cuda::reduce_axis(d.p, xr::MatrixShape{1, 5}, 1, op, segment_out.p), xr::InvalidArgument);
   }
-  for (const auto& s : xr::cuda::segment_kernels())
-    for (Op op : xr::mapped_ops) CHECK_FALSE(s.supports(op, DType::F32));
+  // The other mapped ops on every strategy that takes them: the segments {3, -4} and
+  // {NaN, -0, 1.5} by offsets, all five elements as one row (axis 1) or one column (axis 0).
+  struct Want {
+    Op op;
+    double segments[2], whole;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Want wants[] = {{Op::SumSq, {25, nan}, nan},
+                        {Op::ASum, {7, nan}, nan},
+                        {Op::NanSum, {-1, 1.5}, 0.5},
+                        {Op::CountNonzero, {2, 2}, 4}};
+  // The first `count` values in segment_out, of op's result type over f32.
+  const auto written = [&](Op op, std::size_t count) {
+    std::vector<double> v(count);
+    if (xr::result_dtype(op, DType::F32) == DType::I64) {
+      std::vector<std::int64_t> raw(count);
+      CK(cudaMemcpy(raw.data(), segment_out.p, count * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
+      std::copy(raw.begin(), raw.end(), v.begin());
+    } else {
+      std::vector<float> raw(count);
+      CK(cudaMemcpy(raw.data(), segment_out.p, count * sizeof(float), cudaMemcpyDeviceToHost));
+      std::copy(raw.begin(), raw.end(), v.begin());
+    }
+    return v;
+  };
+  const auto same = [](double got, double want) { return std::isnan(want) ? std::isnan(got) : got == want; };
+  for (const auto& s : xr::cuda::segment_kernels()) {
+    if (!s.supports(Op::SumSq, DType::F32)) continue;
+    xr::RunOptions opt;
+    opt.kernel = s.name;
+    for (const Want& w : wants) {
+      INFO(s.name << " " << xr::to_string(w.op));
+      if (s.reduces(xr::SegmentKind::Offsets)) {
+        xr::cuda::reduce_segments(d.p, h.size(), d_offsets.p, 2, w.op, segment_out.p, nullptr, opt);
+        const std::vector<double> v = written(w.op, 2);
+        CHECK(same(v[0], w.segments[0]));
+        CHECK(same(v[1], w.segments[1]));
+      }
+      for (int axis : {0, 1}) {
+        const xr::MatrixShape shape = axis == 1 ? xr::MatrixShape{1, 5} : xr::MatrixShape{5, 1};
+        if (!s.reduces(xr::axis_layout(shape, axis).kind)) continue;
+        xr::cuda::reduce_axis(d.p, shape, axis, w.op, segment_out.p, nullptr, opt);
+        CHECK(same(written(w.op, 1)[0], w.whole));
+      }
+    }
+  }
+  // nanmin and nanmax of integers have no NaN to skip: they run as min and max.
+  DevBuf<std::int32_t> int_out(1);
+  for (Op op : {Op::NanMin, Op::NanMax}) {
+    xr::cuda::reduce_axis(d_ints.p, xr::MatrixShape{1, 3}, 1, op, int_out.p);
+    std::int32_t got = 0;
+    CK(cudaMemcpy(&got, int_out.p, sizeof got, cudaMemcpyDeviceToHost));
+    CHECK(got == (op == Op::NanMin ? -7 : 5));
+  }
 }
 
 int main(int argc, char** argv) {

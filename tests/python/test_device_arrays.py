@@ -53,6 +53,29 @@ def test_torch_cuda():
 
 
 @needs_cuda
+def test_torch_cuda_nan_ops():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    nan = float("nan")
+    t = torch.tensor([nan, 1.0, -2.0, nan, 0.0, -0.0], device="cuda")
+    assert xr.nansum(t).item() == -1 and xr.count_nonzero(t).item() == 4
+    assert xr.nanmin(t).item() == -2 and xr.nanmax(t).item() == 1
+    assert math.isnan(xr.nanmax(torch.full((100,), nan, device="cuda")).item())
+    assert xr.nanmin(torch.tensor([nan, math.inf], device="cuda")).item() == math.inf
+    m = torch.rand(300, 7, device="cuda")
+    m[5, :] = nan
+    m[:, 3] = nan
+    for axis in (0, 1):
+        assert torch.allclose(xr.nansum(m, axis=axis), m.nansum(dim=axis))
+        assert torch.equal(xr.count_nonzero(m, axis=axis), torch.count_nonzero(m, dim=axis))
+        with pytest.raises(ValueError, match="may be all NaN"):
+            xr.nanmax(m, axis=axis)
+    i = torch.arange(-50, 50, dtype=torch.int32, device="cuda").reshape(10, 10)
+    assert torch.equal(xr.nanmax(i, axis=1), i.amax(dim=1))  # integers have no NaN
+
+
+@needs_cuda
 def test_cupy_cuda():
     cupy = pytest.importorskip("cupy")
     x = cupy.arange(1000, dtype=cupy.int32)

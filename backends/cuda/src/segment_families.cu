@@ -1,6 +1,7 @@
 // Launchers of k_group, k_block, k_multiblock and k_classify (kernels_cu/segments.cuh), the kernel
 // families several strategies share (segment_families.cuh), and binned's pass over classified
-// offsets.
+// offsets. Each family reads an element through static_cast<Acc> (a pack's through reduce_packs),
+// so each takes the mapped ops too (maps_elements, make_table).
 #include "segment_families.cuh"
 
 #include <algorithm>
@@ -15,6 +16,7 @@ namespace {
 
 template <class Src> struct Group : NoSharedMemory {
   using Args = GroupArgs<Src>;
+  static constexpr bool maps_elements = true;
   template <class In, class Acc, Op O> static constexpr auto fn() {
     return ks::k_group<In, Acc, O, Src, policy::kSegmentsInFlight>;
   }
@@ -29,6 +31,7 @@ template <class Src> struct Group : NoSharedMemory {
 
 template <class Src> struct Block : NoSharedMemory {
   using Args = BlockArgs<Src>;
+  static constexpr bool maps_elements = true;
   template <class In, class Acc, Op O> static constexpr auto fn() {
     return ks::k_block<In, Acc, O, Src, policy::kUnroll>;
   }
@@ -43,6 +46,7 @@ template <class Src> struct Block : NoSharedMemory {
 
 template <class Chunks> struct Multiblock : NoSharedMemory {
   using Args = MultiblockArgs<Chunks>;
+  static constexpr bool maps_elements = true;  // partials fold as they are
   template <class In, class Acc, Op O> static constexpr auto fn() {
     return ks::k_multiblock<In, Acc, O, Chunks, policy::kUnroll>;
   }

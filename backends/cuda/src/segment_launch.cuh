@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "check.hpp"
+#include "drivers.cuh"  // maps_elements, mapped_input_t
 #include "segment_strategy.hpp"
 #include "xreduce/semantics.hpp"
 
@@ -38,21 +39,36 @@ template <class Args> using Table = std::array<std::array<std::array<Entry<Args>
 // Launcher L's table: L::run<In, Acc, O>, L::kernel<In, Acc, O>() and L::smem_per_thread<In, Acc>()
 // for (T, accumulator_t<O, T, accumulator>, O) for every fold of core's table, every element type
 // and both accumulators (Wide and Native differ only for sums of integers narrower than 64 bits;
-// f16 and bf16 sum and multiply in f32). The pair ops' entries stay empty.
+// f16 and bf16 sum and multiply in f32). A launcher whose kernels read every element through
+// static_cast<Acc> (a pack's through reduce_packs) declares maps_elements (drivers.cuh) and takes
+// the mapped ops too: slot [O][T][accumulator] launches the fold fold_of(O) over
+// mapped_input_t<O, T> with accumulator_t<O, T, accumulator>, its partials folded as they are;
+// where mapped_input_t is T and the accumulator the fold's, that is the fold's instantiation. Only
+// such launchers instantiate the mapped ops (build time). The pair ops' entries stay empty.
 template <class L, class In, class Acc, Op O> Entry<typename L::Args> entry_for() {
   return {&L::template run<In, Acc, O>, L::template kernel<In, Acc, O>(), L::template smem_per_thread<In, Acc>()};
 }
+// table[Slot][T][accumulator] = entry_for<L, In, accumulator_t<Slot, T, accumulator>, Fold>.
+template <class L, Op Slot, Op Fold, class In, class T> void put_entries(Table<typename L::Args>& t) {
+  auto& slot = t[static_cast<std::size_t>(Slot)][static_cast<std::size_t>(dtype_of<T>)];
+  slot[static_cast<std::size_t>(Accumulator::Wide)] =
+      entry_for<L, In, accumulator_t<Slot, T, Accumulator::Wide>, Fold>();
+  slot[static_cast<std::size_t>(Accumulator::Native)] =
+      entry_for<L, In, accumulator_t<Slot, T, Accumulator::Native>, Fold>();
+}
 template <class L> Table<typename L::Args> make_table() {
   Table<typename L::Args> t{};
-  for_each_fold([&](auto op_fn) {
-    constexpr Op O = decltype(op_fn)::op;
-    for_each_dtype([&](auto x) {
-      using T = decltype(x);
-      auto& slot = t[static_cast<std::size_t>(O)][static_cast<std::size_t>(dtype_of<T>)];
-      slot[static_cast<std::size_t>(Accumulator::Wide)] = entry_for<L, T, accumulator_t<O, T, Accumulator::Wide>, O>();
-      slot[static_cast<std::size_t>(Accumulator::Native)] =
-          entry_for<L, T, accumulator_t<O, T, Accumulator::Native>, O>();
+  for_each_dtype([&](auto x) {
+    using T = decltype(x);
+    for_each_fold([&](auto fn) {
+      constexpr Op O = decltype(fn)::op;
+      put_entries<L, O, O, T, T>(t);
     });
+    if constexpr (maps_elements<L>())
+      for_each_mapped([&](auto fn) {
+        constexpr Op O = decltype(fn)::op;
+        put_entries<L, O, fold_of(O), mapped_input_t<O, T>, T>(t);
+      });
   });
   return t;
 }

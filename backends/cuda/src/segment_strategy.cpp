@@ -91,7 +91,7 @@ KernelInfo strategy_info(std::string name, KernelKind kind, std::vector<SegmentK
   k.name = std::move(name);
   k.note = std::move(note);
   k.kind = kind;
-  k.ops.assign(fold_ops.begin(), fold_ops.end());
+  k.ops.assign(folding_ops.begin(), folding_ops.end());
   k.types = segment_dtypes();
   k.exact = true;  // exact sums go through pieces (Segments::exact_pieces), whatever the strategy
   k.blocks = std::move(blocks);

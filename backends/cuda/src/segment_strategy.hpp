@@ -136,8 +136,9 @@ struct Strategy {
   Plan (*plan)(const Task&) = nullptr;
 };
 
-// A strategy's KernelInfo: every fold and element type, exact sums through pieces (a strategy
-// of other ops sets its own: pairs takes the pair ops alone, auto every op).
+// A strategy's KernelInfo: every fold, every mapped op and every element type, exact sums through
+// pieces (a strategy of other ops sets its own: pairs takes the pair ops alone, cub the folds,
+// auto every op).
 KernelInfo strategy_info(std::string name, KernelKind kind, std::vector<SegmentKind> layouts, BlockRule blocks,
                          std::string note);
 // Block sizes in multiples of 32 up to `max`, policy::kSegmentBlock by default.

@@ -63,7 +63,7 @@ const Strategy& strategy_auto() {
                              "chooses by layout and shape: rows by length, offsets balanced or the one strategy that "
                              "suits every segment, columns by columns; pairs for argmin, argmax, minmax"),
                &plan};
-    x.info.ops.assign(unmapped_ops.begin(), unmapped_ops.end());
+    x.info.ops.assign(all_ops.begin(), all_ops.end());
     return x;
   }();
   return s;

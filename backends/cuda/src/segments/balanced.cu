@@ -30,6 +30,7 @@ template <class Src> struct BalancedArgs {
 
 template <class Src> struct Balanced {
   using Args = BalancedArgs<Src>;
+  static constexpr bool maps_elements = true;  // carried parts fold as they are (k_balanced_fixup)
   static constexpr bool kRows = std::is_same_v<Src, ks::BalancedRows>;
   template <class In, class Acc, Op O> static constexpr auto fn() {
     return ks::k_balanced<In, Acc, O, Src, policy::balanced_items(sizeof(In)), policy::kUnroll>;

@@ -28,6 +28,7 @@ struct ColumnsArgs {
 
 template <bool Narrow, bool Vec> struct Columns {
   using Args = ColumnsArgs;
+  static constexpr bool maps_elements = true;  // band partials fold as they are
   template <class In> static constexpr unsigned W = Vec ? 16 / sizeof(In) : 1;
   template <class In>
   static constexpr unsigned U = std::max<unsigned>(1, policy::kColumnBytesInFlight / (W<In> * sizeof(In)));

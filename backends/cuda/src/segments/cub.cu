@@ -124,11 +124,16 @@ Plan plan(const Task& t) {
 }  // namespace
 
 const Strategy& strategy_cub() {
-  static const Strategy s{
-      100,
-      strategy_info("cub", KernelKind::Baseline, {SegmentKind::Rows, SegmentKind::Offsets}, BlockRule{0, 0, 0, {0}},
-                    "cub::DeviceSegmentedReduce::Reduce with xreduce's NaN-propagating ops: the baseline, not ours"),
-      &plan};
+  static const Strategy s = [] {
+    Strategy x{100,
+               strategy_info("cub", KernelKind::Baseline, {SegmentKind::Rows, SegmentKind::Offsets},
+                             BlockRule{0, 0, 0, {0}},
+                             "cub::DeviceSegmentedReduce::Reduce with xreduce's NaN-propagating ops: the baseline, "
+                             "not ours"),
+               &plan};
+    x.info.ops.assign(fold_ops.begin(), fold_ops.end());  // CUB's reduce of the raw elements: the folds
+    return x;
+  }();
   return s;
 }
 

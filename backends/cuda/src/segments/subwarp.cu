@@ -22,6 +22,7 @@ struct PackedRowsArgs {
 
 struct PackedRows : NoSharedMemory {
   using Args = PackedRowsArgs;
+  static constexpr bool maps_elements = true;
   template <class In, class Acc, Op O> static constexpr auto fn() {
     return ks::k_packed_rows<In, Acc, O, policy::kPackedRowsInFlight>;
   }
