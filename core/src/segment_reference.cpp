@@ -38,6 +38,22 @@ std::uint64_t segment_length(const SegmentLayout& l, std::uint64_t i) {
   return r.end - r.begin;
 }
 
+// f(i) for every segment i < count, in parallel; each guarded, and once one has failed the rest
+// are skipped.
+template <class F> void each_segment(std::uint64_t count, const F& f) {
+  detail::RegionErrors errors;
+#pragma omp parallel
+  {
+    errors.enter(detail::Region::CoreSegmentFolds);
+#pragma omp for schedule(dynamic, 1024)
+    for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(count); ++signed_i) {
+      if (errors.failed()) continue;
+      errors.guard([&] { f(static_cast<std::uint64_t>(signed_i)); });
+    }
+  }
+  errors.rethrow();
+}
+
 // Whether the reference carries each value's magnitude: float sums (sum |x|, of mapped values
 // for a mapped op) and float products (|product|).
 bool has_magnitude(Op op, DType type, Accumulator acc) {
@@ -168,18 +184,7 @@ SegmentReference reference_segments(HostArray data, const SegmentLayout& layout,
       });
     };
     // Segments are independent: in parallel, a column gathered by each thread into its own buffer.
-    // Each segment is guarded, and once one has failed the rest are skipped.
-    detail::RegionErrors errors;
-#pragma omp parallel
-    {
-      errors.enter(detail::Region::CoreSegmentFolds);
-#pragma omp for schedule(dynamic, 1024)
-      for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(layout.count); ++signed_i) {
-        if (errors.failed()) continue;
-        errors.guard([&] { reduce_segment(static_cast<std::uint64_t>(signed_i)); });
-      }
-    }
-    errors.rethrow();
+    each_segment(layout.count, reduce_segment);
   });
   return ref;
 }
@@ -371,23 +376,12 @@ void reference_mapped_segments(const void* data, const SegmentLayout& layout, Ac
     using T = decltype(zero);
     const T* x = static_cast<const T*>(data);
     const bool columns = layout.kind == SegmentKind::Columns;
-    detail::RegionErrors errors;
-#pragma omp parallel
-    {
-      errors.enter(detail::Region::CoreSegmentFolds);
-#pragma omp for schedule(dynamic, 1024)
-      for (std::int64_t signed_i = 0; signed_i < static_cast<std::int64_t>(layout.count); ++signed_i) {
-        if (errors.failed()) continue;
-        errors.guard([&] {
-          const auto i = static_cast<std::uint64_t>(signed_i);
-          SegmentState<T> s(ref.op, ref.type, acc);
-          if (columns) s.add(x + i, layout.length, layout.stride);
-          else s.add(x + detail::segment_range(layout, i).begin, segment_length(layout, i), 1);
-          s.store(ref, i, acc);
-        });
-      }
-    }
-    errors.rethrow();
+    each_segment(layout.count, [&](std::uint64_t i) {
+      SegmentState<T> s(ref.op, ref.type, acc);
+      if (columns) s.add(x + i, layout.length, layout.stride);
+      else s.add(x + detail::segment_range(layout, i).begin, segment_length(layout, i), 1);
+      s.store(ref, i, acc);
+    });
   });
 }
 
