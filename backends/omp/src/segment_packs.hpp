@@ -44,13 +44,12 @@ template <class A> Pack<A> splat(A v) {
 // pack's bytes of T, sizeof(A) / sizeof(T) packs (an i32 pack widens to two i64 packs, a u8 pack
 // to eight u64 packs, an f16 pack to two f32 packs), or fewer where a block holds fewer (Packs:
 // how many). f16 and bf16 widen element by element through their exact conversions (bf16 a
-// shift, f16 branch-free), and Mapped elements through their maps, which the compiler turns into
-// vector code.
+// shift, f16 branch-free), which the compiler turns into vector code.
 template <class A, class T> constexpr std::uint64_t kPacksPerLoad = sizeof(A) / sizeof(T);
 template <class A, class T, std::uint64_t Packs = kPacksPerLoad<A, T>> std::array<Pack<A>, Packs> load(const T* x) {
   constexpr std::uint64_t elements = Packs * kPackLanes<A>;
-  if constexpr (is_half_v<T> || is_mapped_v<T>) {  // f16 and bf16 compute in f32; a Mapped element maps
-    static_assert(is_mapped_v<T> || std::is_same_v<A, float>, "f16 and bf16 compute in f32");
+  if constexpr (is_half_v<T>) {
+    static_assert(std::is_same_v<A, float>, "f16 and bf16 compute in f32");
     T raw[elements];
     std::memcpy(raw, x, sizeof raw);
     std::array<A, elements> wide;
