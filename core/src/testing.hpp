@@ -32,11 +32,11 @@ enum class Region : std::uint8_t {
   OmpStreamRead,       // ladder.cpp: probe `stream_read`
   OmpExactWiden,       // ladder.cpp: exact f16/bf16 sums, the widening to f32
   OmpExact,            // exact.cpp: exact f32/f64 sums
-  OmpRowsFixed,        // segments.cpp: dense rows of a length with a loop of its own
-  OmpRows,             // segments.cpp: rows and CSR segments of any length
-  OmpColumns,          // segments.cpp: columns, rows over threads into partials
-  OmpColumnBands,      // segments.cpp: columns of very wide arrays, columns over threads
-  OmpSegmentsNarrow,   // segments.cpp: f16/bf16 min and max of segments back to the input type
+  OmpRowsFixed,        // segment_folds.hpp: dense rows of a length with a loop of its own
+  OmpRows,             // segment_folds.hpp: rows and CSR segments of any length
+  OmpColumns,          // segment_folds.hpp: columns, rows over threads into partials
+  OmpColumnBands,      // segment_folds.hpp: columns of very wide arrays, columns over threads
+  OmpSegmentsNarrow,   // segment_folds.hpp: f16/bf16 min and max of segments back to the input type
   OmpExactPieces,      // segments.cpp: exact segmented sums, piece states
   OmpExactShortSegments,  // segments.cpp: exact sums of short rows and columns in 128-bit integers
   OmpPairSegments,     // segment_pairs.cpp: strategy `pairs` on rows and segments

@@ -1,12 +1,12 @@
-// The SIMD folds of the OpenMP segmented reductions (segments.cpp), in packs of kPackBytes: a
-// pack is one SIMD register of accumulators, a GCC/Clang vector type. segments.cpp includes this
+// The SIMD folds of the OpenMP segmented reductions (segment_folds.hpp), in packs of kPackBytes: a
+// pack is one SIMD register of accumulators, a GCC/Clang vector type. segment_folds.hpp includes this
 // file twice, inside namespaces that set kPackBytes: `portable` (16 bytes, the portable build)
 // and `avx2` (32 bytes, under `#pragma GCC target("avx2,f16c")`), so that every function here,
 // down to the loads, is compiled for the instruction set of its copy. No include guard, for that
 // reason. Both copies put every element into the same lane and fold the lanes in the same order
 // (fold_pack), so they compute the same thing, bit for bit.
 //
-// Before the include: kPackBytes, start_of, share_start, empty_of and Part (segments.cpp).
+// Before the include: kPackBytes, start_of, share_start, empty_of and Part (segment_folds.hpp).
 
 // A pack of A, its lanes, and the integer vector that a comparison of two packs gives (the
 // condition of a select). OpFn's apply holds for packs lane by lane (a + b, a * b, the selects of

@@ -215,6 +215,13 @@ template <class T> struct dtype_of_t;
 XR_ELEMENT_TYPES(XR_DTYPE_OF)
 #undef XR_DTYPE_OF
 template <class T> inline constexpr DType dtype_of = dtype_of_t<std::remove_cv_t<T>>::value;
+// The C++ element type of a DType.
+template <DType D> struct element_of;
+#define XR_ELEMENT_OF(e, T, ...) \
+  template <> struct element_of<DType::e> { using type = T; };
+XR_ELEMENT_TYPES(XR_ELEMENT_OF)
+#undef XR_ELEMENT_OF
+template <DType D> using element_t = typename element_of<D>::type;
 
 // Calls f(T{}) with T the C++ type of `t`: one switch instead of one per caller.
 template <class F> constexpr decltype(auto) visit_dtype(DType t, F&& f) {
