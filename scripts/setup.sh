@@ -35,13 +35,20 @@ if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
 
-# With no GPU to run it, CUDA code compiles to PTX alone (compute_90, compiled for the GPU when
-# it loads): nvcc's front end checks all of it, and the machine code, about half of nvcc's time
-# (segments_columns.cu: 22 s against 12 s on one core of the 2-core development machine), waits
-# for a machine that can run it. CUDAARCHS or -DCMAKE_CUDA_ARCHITECTURES choose otherwise.
+# With no GPU to run it, CUDA code is compiled to be checked: to PTX alone (compute_90, compiled
+# for the GPU when it loads) and unoptimised (XREDUCE_CUDA_CHECK_ONLY: nvcc -G). nvcc's front end
+# checks all of it; the machine code and the optimiser, most of nvcc's time (backends/cuda/
+# CMakeLists.txt), wait for a machine that can run it. Such a build is slow on a GPU: set up
+# again where there is one. CUDAARCHS, -DCMAKE_CUDA_ARCHITECTURES and -DXREDUCE_CUDA_CHECK_ONLY
+# choose otherwise.
 cuda_arch=()
-if [[ -z ${CUDAARCHS:-} && "$*" != *CMAKE_CUDA_ARCHITECTURES* ]] && ! nvidia-smi -L >/dev/null 2>&1; then
-  cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES=90-virtual)
+gpu=OFF
+nvidia-smi -L >/dev/null 2>&1 && gpu=ON
+if [[ $gpu == OFF && -z ${CUDAARCHS:-} && "$*" != *CMAKE_CUDA_ARCHITECTURES* ]]; then
+  cuda_arch+=(-DCMAKE_CUDA_ARCHITECTURES=90-virtual)
+fi
+if [[ "$*" != *XREDUCE_CUDA_CHECK_ONLY* ]]; then
+  cuda_arch+=(-DXREDUCE_CUDA_CHECK_ONLY=$([[ $gpu == ON ]] && echo OFF || echo ON))
 fi
 
 # The Python package's build and test requirements, from PyPI into a virtual environment (pip
