@@ -176,6 +176,12 @@ inline Range segment_range(const SegmentLayout& l, std::uint64_t i) {
   if (l.kind == SegmentKind::Rows) return {i * l.stride, i * l.stride + l.length};
   return {static_cast<std::uint64_t>(l.offsets[i]), static_cast<std::uint64_t>(l.offsets[i + 1])};
 }
+// The number of elements of segment i of any layout.
+inline std::uint64_t segment_length(const SegmentLayout& l, std::uint64_t i) {
+  if (l.kind == SegmentKind::Columns) return l.length;
+  const Range r = segment_range(l, i);
+  return r.end - r.begin;
+}
 
 // The record of an empty segment of (op, type, acc) into `bytes` (segment_record_bytes of them):
 // empty_segment_value, and for argmin and argmax index -1, for minmax empty_segment_maximum.

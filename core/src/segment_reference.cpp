@@ -26,16 +26,12 @@ namespace xr {
 
 namespace {
 
+using detail::segment_length;
+
 // Element k of segment i of the layout over x.
 template <class T> T segment_element(const T* x, const SegmentLayout& l, std::uint64_t i, std::uint64_t k) {
   if (l.kind == SegmentKind::Columns) return x[i + k * l.stride];
   return x[detail::segment_range(l, i).begin + k];
-}
-
-std::uint64_t segment_length(const SegmentLayout& l, std::uint64_t i) {
-  if (l.kind == SegmentKind::Columns) return l.length;
-  const detail::Range r = detail::segment_range(l, i);
-  return r.end - r.begin;
 }
 
 // f(i) for every segment i < count, in parallel; each guarded, and once one has failed the rest

@@ -604,11 +604,12 @@ double run_call(Call& c, bool exact, Result& r, std::uint64_t& rounding_depth) {
   return wall;
 }
 
-// nanmin and nanmax of float segments: as needs_nan_twin, segment by segment. Whether a value is
-// its fold's identity (an all-NaN segment, an empty one, or one whose extreme is that infinity).
-bool holds_nan_twin_candidate(const SegmentedResult& result, Op op) {
+// nanmin and nanmax of float segments: as needs_nan_twin, segment by segment. Whether a non-empty
+// segment's value is its fold's identity (all its elements NaN, or its extreme that infinity); an
+// empty segment keeps the identity whatever the twin finds.
+bool holds_nan_twin_candidate(const SegmentedResult& result, const SegmentLayout& layout, Op op) {
   for (std::uint64_t i = 0; i < result.values.size(); ++i)
-    if (needs_nan_twin(op, result.value(i))) return true;
+    if (segment_length(layout, i) && needs_nan_twin(op, result.value(i))) return true;
   return false;
 }
 
@@ -618,12 +619,10 @@ void settle_segments_with_twin(SegmentedResult& result, const SegmentLayout& lay
   visit_dtype(result.values.type(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (is_float_v<T>) {
-      for (std::uint64_t i = 0; i < result.values.size(); ++i) {
-        const std::uint64_t length =
-            layout.kind == SegmentKind::Offsets ? segment_range(layout, i).end - segment_range(layout, i).begin : layout.length;
-        if (length && needs_nan_twin(result.record.op, result.value(i)) && needs_nan_twin(twin.record.op, twin.value(i)))
+      for (std::uint64_t i = 0; i < result.values.size(); ++i)
+        if (segment_length(layout, i) && needs_nan_twin(result.record.op, result.value(i)) &&
+            needs_nan_twin(twin.record.op, twin.value(i)))
           result.values.as<T>()[i] = std::numeric_limits<T>::quiet_NaN();
-      }
     }
   });
 }
@@ -730,7 +729,7 @@ SegmentedResult run_segments_once(SegmentDevice& device, std::string_view backen
 SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
                              ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options) {
   SegmentedResult result = run_segments_once(device, backend, device_name, source, layout, op, options);
-  if (may_be_all_nan(op, source.type()) && holds_nan_twin_candidate(result, op)) {
+  if (may_be_all_nan(op, source.type()) && holds_nan_twin_candidate(result, layout, op)) {
     RunOptions once = options;
     once.warmup = 0;
     once.repeat = 1;
