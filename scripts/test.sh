@@ -5,12 +5,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${XR_BUILD_DIR:-build}
-# PoCL builds the suites' OpenCL kernels unoptimised (-cl-opt-disable, through PoCL's
-# POCL_EXTRA_BUILD_FLAGS, unless the caller sets it): with PoCL's kernel cache empty its builds are
-# most of the OpenCL suites' time on a 2-core machine. Unoptimised, segments.opencl's case 8 took
-# 21 s of CPU against 38, backends.opencl (inputs up to 2^24 elements) 267 s against 305. The
-# kernels' code is the same; GPUs' OpenCL builds it optimised.
-export POCL_EXTRA_BUILD_FLAGS=${POCL_EXTRA_BUILD_FLAGS--cl-opt-disable}
 start=$SECONDS
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
 status=$?
