@@ -9,21 +9,11 @@
 #   tsan  ThreadSanitizer in build-tsan: the core, OpenMP and region suites, built with clang
 #         against LLVM's OpenMP runtime, whose Archer tool tells TSan about OpenMP's barriers and
 #         reductions (libgomp is not instrumented: every parallel region would be reported).
-# Usage: bash scripts/sanitize.sh [asan] [tsan] [--build-only | --tests-only]    (no stage: both)
-#   --build-only builds the stages' targets and runs nothing; --tests-only runs the suites of
-#   builds made before (scripts/test.sh builds while the release suite runs, then tests).
+# Usage: bash scripts/sanitize.sh [asan] [tsan]    (no argument: both)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-stages=()
-build=1 run=1
-for arg in "$@"; do
-  case $arg in
-    --build-only) run=0 ;;
-    --tests-only) build=0 ;;
-    *) stages+=("$arg") ;;
-  esac
-done
+stages=("$@")
 ((${#stages[@]})) || stages=(asan tsan)
 jobs=$(nproc)
 # -O1, as the sanitizers' own documentation advises: it keeps their reports exact and takes a
@@ -41,12 +31,9 @@ timed() {
 }
 
 asan() {
-  if ((build)); then
-    cmake -S . -B build-asan "${flags[@]}" -DXREDUCE_SANITIZE=address,undefined >/dev/null || return 1
-    timed "asan build" cmake --build build-asan -j "$jobs" --target reduce_cli xr_test_core xr_test_backends xr_test_threads \
-      xr_test_exact_device xr_test_cli xr_test_fuzz xr_test_segments xr_test_opencl_segments xr_test_regions || return 1
-  fi
-  ((run)) || return 0
+  cmake -S . -B build-asan "${flags[@]}" -DXREDUCE_SANITIZE=address,undefined >/dev/null || return 1
+  timed "asan build" cmake --build build-asan -j "$jobs" --target reduce_cli xr_test_core xr_test_backends xr_test_threads \
+    xr_test_exact_device xr_test_cli xr_test_fuzz xr_test_segments xr_test_opencl_segments xr_test_regions || return 1
   # use_sigaltstack=0: LLVM inside PoCL gives its threads alternate signal stacks, which ASan
   # would unmap as its own when those threads end (a CHECK failure, not a finding).
   # PoCL's compiler leaks when it builds a kernel missing from its cache (stacks end in
@@ -64,12 +51,9 @@ tsan() {
   clang=$(command -v clang++) || { echo "sanitize: tsan needs clang++ (apt-get install clang)" >&2; return 1; }
   archer=$(dirname "$(dirname "$(readlink -f "$clang")")")/lib/libarcher.so
   [[ -f $archer ]] || { echo "sanitize: tsan needs LLVM's OpenMP runtime with Archer (apt-get install libomp-dev)" >&2; return 1; }
-  if ((build)); then
-    CC=clang CXX=clang++ cmake -S . -B build-tsan "${flags[@]}" -DXREDUCE_OPENCL=OFF \
-      -DXREDUCE_SANITIZE=thread >/dev/null || return 1
-    timed "tsan build" cmake --build build-tsan -j "$jobs" --target xr_test_core xr_test_backends xr_test_threads xr_test_regions || return 1
-  fi
-  ((run)) || return 0
+  CC=clang CXX=clang++ cmake -S . -B build-tsan "${flags[@]}" -DXREDUCE_OPENCL=OFF \
+    -DXREDUCE_SANITIZE=thread >/dev/null || return 1
+  timed "tsan build" cmake --build build-tsan -j "$jobs" --target xr_test_core xr_test_backends xr_test_threads xr_test_regions || return 1
   # Archer reports through TSan; the suppressions file is for the runtime's own false positives
   # (see its comments).
   OMP_TOOL_LIBRARIES=$archer ARCHER_OPTIONS=verbose=0 \
