@@ -36,11 +36,11 @@ if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
 fi
 
 # With no GPU to run it, CUDA code is compiled to be checked: to PTX alone (compute_90, compiled
-# for the GPU when it loads) and for speed of compiling (XREDUCE_CUDA_CHECK_ONLY: nvcc -Ofc max, the host code unoptimised). nvcc's front end
-# checks all of it; the machine code and the optimiser, most of nvcc's time (backends/cuda/
-# CMakeLists.txt), wait for a machine that can run it. Such a build is slow on a GPU: set up
-# again where there is one. CUDAARCHS, -DCMAKE_CUDA_ARCHITECTURES and -DXREDUCE_CUDA_CHECK_ONLY
-# choose otherwise.
+# for the GPU when it loads) and for speed of compiling (XREDUCE_CUDA_CHECK_ONLY: nvcc -Ofc max,
+# the host code unoptimised). nvcc's front end checks all of it; the machine code and the
+# optimiser, most of nvcc's time (backends/cuda/CMakeLists.txt), wait for a machine that can run
+# it. Such a build is slow on a GPU: set up again where there is one. CUDAARCHS,
+# -DCMAKE_CUDA_ARCHITECTURES and -DXREDUCE_CUDA_CHECK_ONLY choose otherwise.
 cuda_arch=()
 gpu=OFF
 nvidia-smi -L >/dev/null 2>&1 && gpu=ON
