@@ -42,6 +42,11 @@ std::vector<KernelInfo> reducing_kernels(const Reducer& r) {
   return list;
 }
 
+// Elements per chunk of a streamed run: 1000 (several chunks, none aligned to a work-group), and
+// 2^16 from a million elements up (17 chunks for 2^20 + 7, the last of 7 elements), where chunks
+// of 1000 would make a call a thousand launches that test nothing more.
+std::uint64_t stream_chunk(std::uint64_t n) { return n < (std::uint64_t(1) << 20) ? 1000 : 65536; }
+
 Dist dist_for(Op op) { return op == Op::Prod ? Dist::ExactProduct : Dist::Uniform; }
 
 std::string where(const KernelInfo& k, Op op, DType t, std::uint64_t n) {
@@ -126,7 +131,7 @@ TEST_CASE("a sum of -0 terms is -0 and the empty sum is +0, on every kernel and 
             o.kernel = k.name;
             o.exact = exact;
             o.host_path = path;
-            o.chunk_elements = 1000;  // streamed: several chunks, combined in order
+            o.chunk_elements = stream_chunk(n);  // streamed: several chunks, combined in order
             const Result res = r->reduce(zeros.view(), Op::Sum, o);
             const std::string mode = std::string(exact ? " exact" : "") + (path == HostPath::Stream ? " streamed" : " resident");
             CHECK_MESSAGE(res.value.same_bits(want), where(k, Op::Sum, t, n), mode, ": got ", res.value.to_string());
@@ -297,7 +302,7 @@ TEST_CASE("extreme integers: min and max find the type limits, at either end or 
 // count_nonzero, NaN in sumsq and asum), -0 (|-0| and (-0)^2 are +0; nansum keeps the sum's -0),
 // infinities, all-NaN inputs (nanmin and nanmax give NaN, as NumPy), -inf beside NaN (the true
 // extreme, though it equals the fold's identity), integer extremes (|lowest| and squares wrap);
-// resident and streamed in chunks of 1000.
+// resident and streamed (stream_chunk).
 HostBuffer filled(DType t, const std::vector<double>& values, std::uint64_t n) {
   HostBuffer x(t, n);
   visit_dtype(t, [&](auto zero) {
@@ -329,7 +334,7 @@ TEST_CASE("mapped ops: NaN, -0, infinities, all-NaN and wrapping inputs on every
             RunOptions o;
             o.kernel = k.name;
             o.host_path = path;
-            o.chunk_elements = 1000;
+            o.chunk_elements = stream_chunk(x.size());
             const Result res = r->reduce(x.view(), op, o);
             const Agreement a = check_result(res, ref);
             CHECK_MESSAGE(a.ok, where(k, op, t, x.size()), path == HostPath::Stream ? " streamed" : "", ": ", a.detail);
