@@ -153,6 +153,8 @@ struct Rung {
 };
 
 std::vector<Rung> rung_table(const DeviceCaps& caps);
+// rung_table(caps_of(device)), built once per device: every reduce call looks its rung up there.
+const std::vector<Rung>& rung_table_of(cl_device_id device);
 // The rung auto runs on this device for `type` (policy::kAutoRungCpu on CPU devices; on GPUs
 // kAutoRungGpuNarrow for elements under kAutoNarrowBytes, else kAutoRungGpu).
 std::string auto_rung_name(const DeviceCaps& caps, DType type);

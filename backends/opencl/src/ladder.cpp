@@ -4,8 +4,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -151,6 +153,15 @@ std::vector<Rung> rung_table(const DeviceCaps& caps) {
         if (std::find(r.info.ops.begin(), r.info.ops.end(), op) == r.info.ops.end()) r.info.ops.push_back(op);
     }
   return table;
+}
+
+const std::vector<Rung>& rung_table_of(cl_device_id device) {
+  static std::mutex m;
+  static auto* cache = new std::map<cl_device_id, std::vector<Rung>>;  // never freed, as caps_of's
+  std::lock_guard lock(m);
+  auto it = cache->find(device);
+  if (it == cache->end()) it = cache->emplace(device, rung_table(caps_of(device))).first;
+  return it->second;
 }
 
 Finish atomic_finish(const DeviceCaps& caps, Op op, DType acc) {
@@ -383,7 +394,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
 
   if (rq.type == DType::F64 && !caps.fp64)
     throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps.name + " does not offer");
-  const auto table = rung_table(caps);
+  const std::vector<Rung>& table = rung_table_of(device);
   const Rung& asked = find_rung(table, opt.kernel);
   check_request(asked.info, rq.op, rq.type, rq.n, "opencl", opt);
   const bool exact = opt.exact && exact_applies(rq.op, rq.type);

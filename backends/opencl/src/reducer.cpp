@@ -85,7 +85,7 @@ std::vector<KernelInfo> segment_kernels(cl_device_id device) {
 
 std::vector<KernelInfo> kernels(cl_device_id device) {
   std::vector<KernelInfo> out;
-  for (const auto& r : detail::rung_table(detail::caps_of(device))) out.push_back(r.info);
+  for (const auto& r : detail::rung_table_of(device)) out.push_back(r.info);
   return out;
 }
 
