@@ -119,6 +119,11 @@ constexpr std::uint64_t kColumnsMinRowsPerItem = 128;
 // Reasoned: 512 bands of 1024 columns combine in 64 groups, not one ("Segments on NVIDIA's OpenCL").
 constexpr std::uint64_t kColumnsCombineWidth = 4;
 
+// PoCL 3.1 compiles a kernel once more for a grid of 65536 work-items or more (without its
+// "smallgrid" specialisation): team launches on CPU devices stay below, each team looping over
+// more rounds ("PoCL's builds in the test stages").
+constexpr std::uint64_t kCpuMaxTeamGridItems = 65535;
+
 // PoCL: as kRunsGroupsPerComputeUnit, for a core held by another process ("OpenCL on CPU devices").
 constexpr std::uint64_t kSerialItemsPerComputeUnit = 4;
 // PoCL, 2-core EPYC, (1024, 2^16) f32: 8.3-8.5 ms with 4096 columns, 9.2-11.9 with 1024 ("Columns on PoCL").

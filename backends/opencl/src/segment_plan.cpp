@@ -138,7 +138,12 @@ Launch team_step(const Setting& s, const TeamLaunch& t, std::size_t L) {
   st.local = L;
   const std::uint64_t per_round = std::uint64_t{L / t.team} * build.segs;
   const std::uint64_t groups = t.groups ? t.groups : ceil_div(std::max<std::uint64_t>(t.total, 1), per_round);
-  st.global = static_cast<std::size_t>(std::min(groups, max_groups(L))) * L;
+  // The teams loop over rounds, so a smaller grid gives the same values (binned launches keep
+  // their groups: each bin owns a range of them).
+  const std::uint64_t limit = s.caps.is_cpu() && !t.groups
+                                  ? std::max<std::uint64_t>(1, policy::kCpuMaxTeamGridItems / L)
+                                  : max_groups(L);
+  st.global = static_cast<std::size_t>(std::min(groups, limit)) * L;
   const cl_uint team = t.team;
   st.args = {value_arg(t.data),
              value_arg(cl_ulong{t.offset}),

@@ -29,7 +29,9 @@ Launch columns_step(const Setting& s, DType in, cl_mem data, std::uint64_t offse
   st.kernel = &segment_kernel(s, in, data, b, st.name);
   const std::size_t scratch = pack * s.compute_bytes;
   st.limit = group_limit(*st.kernel, s.caps, scratch);
-  st.local = static_cast<std::size_t>(W * lanes);
+  // A CPU device takes the whole L, its last L % W work-items idle (the kernel's lanes are L / W):
+  // PoCL compiles a kernel for each work-group size, and W * lanes varies with the column count.
+  st.local = s.caps.is_cpu() ? L : static_cast<std::size_t>(W * lanes);
   st.global = static_cast<std::size_t>(std::min(blocks * *bands, max_groups(st.local))) * st.local;
   cl_mem partials = *bands > 1 ? s.scratch(SegmentBuffers::Partials, *bands * cols * s.acc_bytes) : nullptr;
   st.args = {value_arg(data),
