@@ -53,7 +53,10 @@ bool usable(const char* backend) { return xr::backend_status(backend).usable; }
 
 TEST_CASE("check: the default matrix passes on every available backend; --json holds every case") {
   const std::string path = json_path("default.json");
-  const Run r = shell("timeout 300 " + std::string(XR_REDUCE_CLI) + " check --json " + path);
+  // The limit guards against a hang, not for speed (the budget is checked below): on the 16-core
+  // H200 host, four devices with NVIDIA's and PoCL's program caches empty and seven suites
+  // beside it, this matrix ran past 300 s.
+  const Run r = shell("timeout 900 " + std::string(XR_REDUCE_CLI) + " check --json " + path);
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK(r.out.find("cases passed") != std::string::npos);
   const json j = read_json(path);
