@@ -13,6 +13,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+source scripts/generator.sh
 stages=("$@")
 ((${#stages[@]})) || stages=(asan tsan)
 jobs=$(nproc)
@@ -31,7 +32,8 @@ timed() {
 }
 
 asan() {
-  cmake -S . -B build-asan "${flags[@]}" -DXREDUCE_SANITIZE=address,undefined >/dev/null || return 1
+  # shellcheck disable=SC2046
+  cmake -S . -B build-asan $(generator_flags build-asan) "${flags[@]}" -DXREDUCE_SANITIZE=address,undefined >/dev/null || return 1
   timed "asan build" cmake --build build-asan -j "$jobs" --target reduce_cli xr_test_core xr_test_backends xr_test_threads \
     xr_test_exact_device xr_test_cli xr_test_fuzz xr_test_segments xr_test_opencl_segments xr_test_regions || return 1
   # use_sigaltstack=0: LLVM inside PoCL gives its threads alternate signal stacks, which ASan
@@ -51,7 +53,8 @@ tsan() {
   clang=$(command -v clang++) || { echo "sanitize: tsan needs clang++ (apt-get install clang)" >&2; return 1; }
   archer=$(dirname "$(dirname "$(readlink -f "$clang")")")/lib/libarcher.so
   [[ -f $archer ]] || { echo "sanitize: tsan needs LLVM's OpenMP runtime with Archer (apt-get install libomp-dev)" >&2; return 1; }
-  CC=clang CXX=clang++ cmake -S . -B build-tsan "${flags[@]}" -DXREDUCE_OPENCL=OFF \
+  # shellcheck disable=SC2046
+  CC=clang CXX=clang++ cmake -S . -B build-tsan $(generator_flags build-tsan) "${flags[@]}" -DXREDUCE_OPENCL=OFF \
     -DXREDUCE_SANITIZE=thread >/dev/null || return 1
   timed "tsan build" cmake --build build-tsan -j "$jobs" --target xr_test_core xr_test_backends xr_test_threads xr_test_regions || return 1
   # Archer reports through TSan; the suppressions file is for the runtime's own false positives

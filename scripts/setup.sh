@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 # ThreadSanitizer stage of scripts/test.sh (scripts/sanitize.sh); g++ brings ASan and UBSan.
 # Open MPI (libopenmpi-dev, openmpi-bin) builds xreduce::mpi and runs its tests with mpirun.
 # python3-matplotlib draws the plots (scripts/plot.py, reduce_cli --plot). python3-venv and
-# python3-dev (Python.h) build the Python package.
-packages=(cmake g++ make pkg-config opencl-headers ocl-icd-opencl-dev pocl-opencl-icd
+# python3-dev (Python.h) build the Python package. ninja-build builds (scripts/generator.sh).
+packages=(cmake g++ make ninja-build pkg-config opencl-headers ocl-icd-opencl-dev pocl-opencl-icd
           doctest-dev libcli11-dev nlohmann-json3-dev libmpfr-dev clang libomp-dev libclang-rt-dev
           libopenmpi-dev openmpi-bin python3-matplotlib python3-venv python3-dev)
 missing=()
@@ -60,7 +60,9 @@ start=$SECONDS
 echo "setup: python packages: $((SECONDS - start)) s"
 
 build=${XR_BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_arch[@]}" -DXREDUCE_PYTHON=ON \
+source scripts/generator.sh
+# shellcheck disable=SC2046
+cmake -S . -B "$build" $(generator_flags "$build") -DCMAKE_BUILD_TYPE=Release "${cuda_arch[@]}" -DXREDUCE_PYTHON=ON \
   -DPython_EXECUTABLE="$(realpath "$venv")/bin/python" "$@"
 start=$SECONDS
 cmake --build "$build" -j "$(nproc)"
