@@ -76,6 +76,17 @@ class Oracle {
     REQUIRE(exact_);
     return mpfr_get_flt(acc_, MPFR_RNDN);
   }
+  // The exact sum divided by n (n >= 1), rounded once to double or float (see Quotient).
+  double quotient_to_double(std::uint64_t n) {
+    REQUIRE(exact_);
+    Quotient q(acc_, n);
+    return mpfr_get_d(q.value, MPFR_RNDN);
+  }
+  float quotient_to_float(std::uint64_t n) {
+    REQUIRE(exact_);
+    Quotient q(acc_, n);
+    return mpfr_get_flt(q.value, MPFR_RNDN);
+  }
 
  private:
   void add_term() {
@@ -85,6 +96,32 @@ class Oracle {
     }
     if (mpfr_add(acc_, acc_, term_, MPFR_RNDN) != 0) exact_ = false;
   }
+  // S / n at kQuotientPrec bits, rounded to nearest. Rounding that once more to double or
+  // float gives the correctly rounded S / n. S is a multiple of 2^-1074 below 2^1134 and
+  // n < 2^64; every rounding boundary B of both formats (a value or a midpoint, the overflow
+  // threshold included) is a multiple of 2^-1075 below 2^1025, exact at this precision. If
+  // S / n != B, then |S / n - B| = |S - nB| / n >= 2^-1075 / n > 2^-1139, more than the first
+  // rounding's error (at most 2^(1133 - kQuotientPrec)): the first rounding does not land on
+  // B, and it does not cross B either (B would be the nearer value at this precision).
+  struct Quotient {
+    mpfr_t value, den;
+    Quotient(const mpfr_t s, std::uint64_t n) {
+      REQUIRE(n != 0);
+      mpfr_init2(den, 64);
+      mpfr_set_ui_2exp(den, static_cast<unsigned long>(n >> 32), 32, MPFR_RNDN);  // exact
+      REQUIRE(mpfr_add_ui(den, den, static_cast<unsigned long>(n & 0xffffffffu), MPFR_RNDN) == 0);
+      mpfr_init2(value, kQuotientPrec);
+      mpfr_div(value, s, den, MPFR_RNDN);
+    }
+    ~Quotient() {
+      mpfr_clear(value);
+      mpfr_clear(den);
+    }
+    Quotient(const Quotient&) = delete;
+    Quotient& operator=(const Quotient&) = delete;
+  };
+  static constexpr mpfr_prec_t kQuotientPrec = 4096;
+
   mpfr_t acc_, term_;
   bool first_ = true;
   bool exact_ = true;  // every addition was exact (the oracle holds the exact sum)
@@ -206,6 +243,99 @@ const double kMin = std::numeric_limits<double>::denorm_min();
 const double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const float kInfF = std::numeric_limits<float>::infinity();
+
+// Checks quotient_to_double and quotient_to_float of the exact sum of x by each n against
+// the oracle (and that n = 1 gives to_double / to_float).
+template <class T>
+void check_quotients(const std::vector<T>& x, const std::vector<std::uint64_t>& ns) {
+  xr::ExactSum s;
+  s.add(x.data(), x.size());
+  Oracle o;
+  o.add_all(x.data(), x.size());
+  INFO("terms = " << x.size());
+  for (std::uint64_t n : ns) {
+    CAPTURE(n);
+    check_same(s.quotient_to_double(n), o.quotient_to_double(n));
+    check_same(s.quotient_to_float(n), o.quotient_to_float(n));
+  }
+  check_same(s.quotient_to_double(1), s.to_double());
+  check_same(s.quotient_to_float(1), s.to_float());
+}
+
+template <class T>
+T quotient_of(const std::vector<T>& x, std::uint64_t n) {
+  xr::ExactSum s;
+  s.add(x.data(), x.size());
+  if constexpr (std::is_same_v<T, float>) return s.quotient_to_float(n);
+  else return s.quotient_to_double(n);
+}
+
+// Terms of type T whose exact sum is p * 2^f (p < 2^120): 20-bit pieces of p, each exact in
+// T. A power of two is moved from p to f while f is below T's smallest subnormal exponent.
+template <class T>
+std::vector<T> terms_of(unsigned __int128 p, int f) {
+  const int min_exp = std::is_same_v<T, float> ? -149 : -1074;
+  while (f < min_exp && p % 2 == 0) {
+    p /= 2;
+    ++f;
+  }
+  REQUIRE(f >= min_exp);
+  std::vector<T> x;
+  for (int k = 0; p != 0; ++k, p >>= 20) {
+    const auto piece = static_cast<std::uint32_t>(p & 0xfffffu);
+    if (piece != 0) x.push_back(std::ldexp(static_cast<T>(piece), f + 20 * k));
+  }
+  return x;
+}
+
+// Sums S = n * (2m + 1) * 2^(e-1) that divided by n lie halfway between m * 2^e and
+// (m + 1) * 2^e, consecutive values of T with ulp 2^e; and S plus or minus the smallest
+// subnormal, just off the tie. Normal results and subnormal ones (m below 2^(Prec-1) at the
+// smallest ulp), positive and negative. At the smallest ulp with n odd, S is no sum of values
+// of T; S +- 2^(e-1) is, and its quotient is the nearest to a tie that one can be, 2^(e-1) / n
+// off it (an odd n above 2^63 puts that below 2^-1138 for doubles).
+template <class T>
+void check_random_ties(std::uint64_t seed, int count) {
+  constexpr bool kFloat = std::is_same_v<T, float>;
+  constexpr int kPrec = kFloat ? 24 : 53;
+  constexpr int kMinExp = kFloat ? -149 : -1074;
+  constexpr int kMaxExp = kFloat ? 30 : 900;  // keeps every piece of S finite
+  const T unit = std::ldexp(T(1), kMinExp);
+  const std::uint64_t fixed[] = {2, 3, 7, 10, (std::uint64_t{1} << 40) + 1, ~std::uint64_t{0}};
+  std::mt19937_64 g(seed);
+  std::uniform_int_distribution<int> ex(kMinExp, kMaxExp);
+  for (int i = 0; i < count; ++i) {
+    std::uint64_t n = g() % 3 == 0 ? g() : fixed[g() % 6];
+    const bool subnormal = g() % 4 == 0;
+    const std::uint64_t top = std::uint64_t{1} << (kPrec - 1);
+    const std::uint64_t m = subnormal ? g() % top : top + g() % top;
+    const int e = subnormal ? kMinExp : ex(g);
+    if (n < 2) n = 3;
+    CAPTURE(n);
+    CAPTURE(m);
+    CAPTURE(e);
+    const auto p = static_cast<unsigned __int128>(n) * (2 * m + 1);
+    const T down = std::ldexp(static_cast<T>(m), e);
+    const T up = std::ldexp(static_cast<T>(m + 1), e);
+    if (e == kMinExp && n % 2 == 1) {
+      check_same(quotient_of(terms_of<T>(p + 1, e - 1), n), up);
+      check_same(quotient_of(terms_of<T>(p - 1, e - 1), n), down);
+      if (i % 8 == 0) check_quotients(terms_of<T>(p + 1, e - 1), {n});
+      continue;
+    }
+    std::vector<T> x = terms_of<T>(p, e - 1);
+    const T even = m % 2 == 0 ? down : up;
+    check_same(quotient_of(x, n), even);
+    std::vector<T> neg = x;
+    for (T& v : neg) v = -v;
+    check_same(quotient_of(neg, n), -even);
+    x.push_back(unit);
+    check_same(quotient_of(x, n), up);
+    x.back() = -unit;
+    check_same(quotient_of(x, n), down);
+    if (i % 8 == 0) check_quotients(x, {n});
+  }
+}
 
 }  // namespace
 
@@ -442,6 +572,183 @@ TEST_CASE("exact: random data against MPFR") {
   }
   // Floats at a large odd size, 2^24 + 3 elements: one distribution.
   check_against_oracle(make_floats(Dist::Uniform, (std::size_t{1} << 24) + 3, ++seed));
+}
+
+// The exact sum divided by n, rounded once (quotient_to_double, quotient_to_float), against
+// MPFR's quotient of the exact sum, and against exact expectations where they are known.
+TEST_CASE("exact: quotients against MPFR") {
+  const std::uint64_t kBig = (std::uint64_t{1} << 40) + 1;
+  const std::uint64_t kMax64 = ~std::uint64_t{0};
+  const double kMinF = static_cast<double>(std::numeric_limits<float>::denorm_min());
+  // Random data of every kind, divided by its count and by other n.
+  {
+    const std::size_t sizes[] = {1, 2, 3, 31, 1025, 65537};
+    const Dist dists[] = {Dist::Uniform, Dist::Normal, Dist::AllExponents, Dist::Cancelling,
+                          Dist::Subnormal};
+    std::uint64_t seed = 5000;
+    for (std::size_t size : sizes) {
+      for (Dist d : dists) {
+        CAPTURE(static_cast<int>(d));
+        const std::vector<std::uint64_t> ns{1, 2, 3, 7, 10, size, size + 1, kBig, kMax64 - 1, kMax64};
+        check_quotients(make_doubles(d, size, ++seed), ns);
+        check_quotients(make_floats(d, size, ++seed), ns);
+      }
+    }
+    // Tiny sums divided by large n: subnormal quotients with many bits, and zeros.
+    std::vector<double> tiny = make_doubles(Dist::Uniform, 1000, ++seed);
+    for (double& v : tiny) v = std::ldexp(v, -1000);
+    check_quotients(tiny, {3, 1000, kBig, std::uint64_t{1} << 50, kMax64});
+    std::vector<float> tinyf = make_floats(Dist::Uniform, 1000, ++seed);
+    for (float& v : tinyf) v = std::ldexp(v, -120);
+    check_quotients(tinyf, {3, 1000, kBig, std::uint64_t{1} << 50, kMax64});
+  }
+  // Sums beyond 2^1024 whose quotients are finite again, and overflow.
+  check_same(quotient_of<double>({DBL_MAX, DBL_MAX}, 2), DBL_MAX);
+  check_same(quotient_of<double>({1e308, 1e308}, 2), 1e308);
+  check_same(quotient_of<double>({1e308, 1e308, 1e308}, 3), 1e308);
+  check_same(quotient_of<double>({-1e308, -1e308, -1e308}, 3), -1e308);
+  check_same(quotient_of<double>({DBL_MAX, DBL_MAX}, 1), kInf);
+  check_same(quotient_of<double>({-DBL_MAX, -DBL_MAX}, 1), -kInf);
+  check_same(quotient_of<double>({-DBL_MAX, -DBL_MAX}, 2), -DBL_MAX);
+  check_same(quotient_of<double>({DBL_MAX, DBL_MAX, DBL_MAX}, 2), kInf);
+  // 3 * (DBL_MAX + half an ulp) / 3 is a tie at the overflow threshold: inf; just below it
+  // and a quarter ulp above DBL_MAX: DBL_MAX.
+  const double a3 = 0x1p970;
+  check_same(quotient_of<double>({DBL_MAX, DBL_MAX, DBL_MAX, a3, a3, a3}, 3), kInf);
+  check_same(quotient_of<double>({DBL_MAX, DBL_MAX, DBL_MAX, a3, a3, a3, -kMin}, 3), DBL_MAX);
+  check_same(quotient_of<double>({DBL_MAX, DBL_MAX, DBL_MAX, a3 / 2, a3 / 2, a3 / 2}, 3), DBL_MAX);
+  check_quotients<double>({DBL_MAX, DBL_MAX}, {1, 2, 3, kMax64});
+  check_quotients<double>({1e308, 1e308, 1e308, -0x1p-1074}, {1, 2, 3, 4});
+  check_quotients<double>({DBL_MAX, DBL_MAX, DBL_MAX, a3, a3, a3}, {2, 3, 4});
+  {
+    const std::size_t m = std::size_t{1} << 20;
+    std::vector<double> big(m, DBL_MAX);
+    check_same(quotient_of(big, m), DBL_MAX);
+    check_same(quotient_of(big, m - 1), kInf);
+    check_quotients(big, {1, m - 1, m, m + 1, kBig, kMax64});
+  }
+  check_same(quotient_of<float>({FLT_MAX, FLT_MAX}, 2), FLT_MAX);
+  check_same(quotient_of<float>({FLT_MAX, FLT_MAX}, 1), kInfF);
+  const float b3 = 0x1p103f;  // half an ulp of FLT_MAX
+  check_same(quotient_of<float>({FLT_MAX, FLT_MAX, FLT_MAX, b3, b3, b3}, 3), kInfF);
+  check_same(quotient_of<float>({FLT_MAX, FLT_MAX, FLT_MAX, b3 / 2, b3 / 2, b3 / 2}, 3), FLT_MAX);
+  check_quotients<float>({FLT_MAX, FLT_MAX, FLT_MAX, b3, b3, b3}, {1, 2, 3, 4});
+  check_quotients<float>({-FLT_MAX, -FLT_MAX, -FLT_MAX}, {1, 2, 3, kMax64});
+  // Subnormal quotients: to zero (a tie, or below half the smallest subnormal), to the
+  // smallest subnormal, ties to even, signs.
+  check_same(quotient_of<double>({kMin}, 1), kMin);
+  check_same(quotient_of<double>({kMin}, 2), 0.0);  // 1/2 ulp: tie to 0 (even)
+  check_same(quotient_of<double>({kMin}, 3), 0.0);
+  check_same(quotient_of<double>({kMin}, kMax64), 0.0);
+  check_same(quotient_of<double>({-kMin}, 2), -0.0);
+  check_same(quotient_of<double>({-kMin}, kMax64), -0.0);
+  check_same(quotient_of<double>({3 * kMin}, 2), 2 * kMin);  // 1.5: tie to 2
+  check_same(quotient_of<double>({5 * kMin}, 2), 2 * kMin);  // 2.5: tie to 2
+  check_same(quotient_of<double>({3 * kMin}, 4), kMin);      // 0.75
+  check_same(quotient_of<double>({7 * kMin}, 7), kMin);
+  check_same(quotient_of<double>({10 * kMin}, 7), kMin);       // 1.43
+  check_same(quotient_of<double>({11 * kMin}, 7), 2 * kMin);   // 1.57
+  check_same(quotient_of<double>({0x1p39 * kMin + kMin}, kBig + 1), 0.0);  // exactly 1/2
+  check_same(quotient_of<double>({0x1p39 * kMin + 2 * kMin}, kBig + 1), kMin);
+  check_same(quotient_of<double>({0x1p39 * kMin}, kBig + 1), 0.0);
+  check_same(quotient_of<double>({3 * (0x1p39 * kMin + kMin)}, kBig + 1), 2 * kMin);  // 3/2
+  // 2^63 * 2^-1074 / (2^64 - 1) = 2^-1075 (1 + 2^-64 + ...): the nearest a quotient gets to
+  // a tie without being one (remainder 2^63 after the digits); one unit less: just below.
+  check_same(quotient_of<double>({0x1p-1011}, kMax64), kMin);
+  check_same(quotient_of<double>({0x1p-1011, -kMin}, kMax64), 0.0);
+  check_same(quotient_of<double>({-0x1p-1011, kMin}, kMax64), -0.0);
+  check_quotients<double>({0x1p-1011, -kMin}, {kMax64, kMax64 - 2});
+  check_same(quotient_of<double>({DBL_MIN}, 2), DBL_MIN / 2);
+  check_same(quotient_of<double>({DBL_MIN, kMin}, 2), DBL_MIN / 2);  // tie, even
+  check_same(quotient_of<double>({DBL_MIN, 3 * kMin}, 2), DBL_MIN / 2 + 2 * kMin);  // tie, even
+  check_same(quotient_of<double>({1.0}, kMax64), 0x1p-64);  // 2^-64 (1 + 2^-64 + ...)
+  check_same(quotient_of<float>({0x1p-149f}, 2), 0.0f);
+  check_same(quotient_of<float>({3 * 0x1p-149f}, 2), 0x1p-148f);
+  check_same(quotient_of<float>({-0x1p-149f}, 3), -0.0f);
+  check_same(quotient_of<float>({FLT_MIN}, 2), FLT_MIN / 2);
+  {
+    // Double sums rounded to float: at and beside the smallest float subnormal.
+    xr::ExactSum s;
+    s.add(kMinF);
+    check_same(s.quotient_to_float(2), 0.0f);  // 2^-150: tie to 0
+    s.add(kMin);
+    check_same(s.quotient_to_float(2), 0x1p-149f);  // above the tie
+    check_same(s.quotient_to_float(kMax64), 0.0f);
+    check_same(s.quotient_to_double(kMax64), 0x1p-213);
+  }
+  check_quotients<double>({kMin}, {1, 2, 3, kBig, kMax64});
+  check_quotients<double>({-3 * kMin}, {1, 2, 3, 4, 6});
+  check_quotients<double>({DBL_MIN, kMin}, {1, 2, 3, 4, kMax64});
+  check_quotients<double>({kMinF, kMin}, {1, 2, 3, kBig});
+  check_quotients<double>({1.0, kMin}, {kMax64, kMax64 - 1, kBig});
+  check_quotients<float>({0x1p-149f, 0x1p-148f}, {1, 2, 3, 4, 5, 6, kMax64});
+  // Exact ties at both precisions: 3 (1 + 2^-53) / 3 ties to 1, 3 (1 + 3 * 2^-53) / 3 to
+  // 1 + 2^-51; float likewise at 2^-24.
+  check_same(quotient_of<double>({3.0, 3 * 0x1p-53}, 3), 1.0);
+  check_same(quotient_of<double>({3.0, 9 * 0x1p-53}, 3), 1.0 + 0x1p-51);
+  check_same(quotient_of<double>({3.0, 3 * 0x1p-53, kMin}, 3), 1.0 + 0x1p-52);
+  check_same(quotient_of<double>({-3.0, -3 * 0x1p-53, kMin}, 3), -1.0);
+  check_same(quotient_of<float>({3.0f, 3 * 0x1p-24f}, 3), 1.0f);
+  check_same(quotient_of<float>({3.0f, 9 * 0x1p-24f}, 3), 1.0f + 0x1p-22f);
+  check_same(quotient_of<float>({3.0f, 3 * 0x1p-24f, 0x1p-149f}, 3), 1.0f + 0x1p-23f);
+  check_quotients<double>({3.0, 3 * 0x1p-53}, {1, 2, 3, 6});
+  check_quotients<float>({3.0f, 9 * 0x1p-24f}, {1, 2, 3, 6});
+  // A float tie that the double quotient would hide: 3 (1 + 2^-24 + 2^-80) / 3.
+  {
+    xr::ExactSum s;
+    s.add(3.0f);
+    s.add(3 * 0x1p-24f);
+    s.add(3 * 0x1p-80f);
+    check_same(s.quotient_to_double(3), 1.0 + 0x1p-24);
+    check_same(s.quotient_to_float(3), 1.0f + 0x1p-23f);
+  }
+  check_random_ties<double>(77, 2000);
+  check_random_ties<float>(78, 2000);
+  // Special values: NaN, infinities, signed zeros; n = 0 gives NaN.
+  {
+    xr::ExactSum empty;
+    check_same(empty.quotient_to_double(1), 0.0);
+    check_same(empty.quotient_to_double(5), 0.0);
+    check_same(empty.quotient_to_float(5), 0.0f);
+    CHECK(std::isnan(empty.quotient_to_double(0)));
+    CHECK(std::isnan(empty.quotient_to_float(0)));
+  }
+  check_same(quotient_of<double>({-0.0}, 3), -0.0);
+  check_same(quotient_of<double>({-0.0, -0.0}, 2), -0.0);
+  check_same(quotient_of<double>({-0.0, -0.0}, kMax64), -0.0);
+  check_same(quotient_of<double>({-0.0, 0.0}, 2), 0.0);
+  check_same(quotient_of<double>({1.5, -1.5}, 2), 0.0);
+  check_same(quotient_of<float>({-0.0f}, 7), -0.0f);
+  check_same(quotient_of<double>({kNaN, 1.0}, 2), kNaN);
+  check_same(quotient_of<double>({kInf, -DBL_MAX}, 3), kInf);
+  check_same(quotient_of<double>({-kInf}, kMax64), -kInf);
+  check_same(quotient_of<double>({kInf, -kInf}, 2), kNaN);
+  check_same(quotient_of<float>({kInfF, 1.0f}, 3), kInfF);
+  check_same(quotient_of<float>({-kInfF, kInfF}, 3), std::numeric_limits<float>::quiet_NaN());
+  for (const std::vector<double>& x : std::vector<std::vector<double>>{
+           {1.0}, {-0.0}, {0.0}, {kInf}, {-kInf}, {kNaN}, {DBL_MAX, DBL_MAX}, {kMin}}) {
+    xr::ExactSum s;
+    s.add(x.data(), x.size());
+    CHECK(std::isnan(s.quotient_to_double(0)));
+    CHECK(std::isnan(s.quotient_to_float(0)));
+    check_quotients(x, {1, 2, 3, kMax64});
+  }
+  check_quotients<double>({-0.0, -0.0}, {1, 2, 3});
+  check_quotients<float>({-0.0f, -0.0f}, {1, 2, 3});
+  check_quotients<double>({kInf, -kInf}, {1, 2});
+  // Merged states give the same quotients as the whole.
+  {
+    const std::vector<double> x = make_doubles(Dist::AllExponents, 5000, 31);
+    xr::ExactSum whole, a, b;
+    whole.add(x.data(), x.size());
+    a.add(x.data(), 1234);
+    b.add(x.data() + 1234, x.size() - 1234);
+    b.merge(a);
+    for (std::uint64_t n : {std::uint64_t{3}, std::uint64_t{5000}, kMax64}) {
+      CHECK(bits_of(b.quotient_to_double(n)) == bits_of(whole.quotient_to_double(n)));
+      CHECK(bits_of(b.quotient_to_float(n)) == bits_of(whole.quotient_to_float(n)));
+    }
+  }
 }
 
 TEST_CASE("exact: merge order and splits give identical bits") {

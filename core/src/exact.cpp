@@ -117,6 +117,69 @@ int bit_length(unsigned __int128 v) {
   return 64 - std::countl_zero(static_cast<std::uint64_t>(v));
 }
 
+// A nonnegative magnitude as base-2^32 digits, least significant first: the limbs of a
+// normalised state, the top limb (below 2^63) split into two digits.
+constexpr int kDigits = ExactSum::kLimbs + 1;
+using Digits = std::array<std::uint32_t, kDigits>;
+
+Digits magnitude_digits(const Limbs& l) {
+  Digits d;
+  for (int i = 0; i < kTop; ++i) d[i] = static_cast<std::uint32_t>(l[i]);
+  const auto top = static_cast<std::uint64_t>(l[kTop]);
+  d[kTop] = static_cast<std::uint32_t>(top & kMask32);
+  d[kTop + 1] = static_cast<std::uint32_t>(top >> 32);
+  return d;
+}
+
+// Digits a quotient keeps below 2^-1074: its base, 2^-1138, meets round_magnitude's condition
+// for a sticky bit (base <= Emin - Prec) for double and float.
+constexpr int kFracDigits = 2;
+
+// Correct rounding (to nearest, ties to even) to a binary format with Prec significand bits,
+// normal exponents [Emin, Emax], of the nonzero magnitude
+//   D + t,  D = sum_{j<len} d[j] * 2^(32j + base),  0 <= t < 2^base, t > 0 iff sticky.
+// Nonnegative result; beyond the range: +inf. With sticky set, base <= Emin - Prec is
+// required (2^base at most half the smallest subnormal): every rounding boundary (a multiple
+// of half an ulp) is then a multiple of 2^base, so D + t lies on the same side of each as
+// D + 0.5 * 2^base would, also when the window below reaches under d[0].
+template <int Prec, int Emin, int Emax, class T>
+T round_magnitude(const std::uint32_t* d, int len, int base, bool sticky) {
+  constexpr T kInf = std::numeric_limits<T>::infinity();
+  constexpr int kBits = ExactSum::kDigitBits;
+  int k = len - 1;
+  while (k >= 0 && d[k] == 0) --k;
+  if (k < 0) return T(0);  // only t: below 2^base, at most half the smallest subnormal
+  // magnitude >= 2^(32k + base): beyond the range whenever that exceeds Emax.
+  if (kBits * k + base > Emax) return kInf;
+
+  // Window: the top three digits, M * 2^b, plus a sticky bit for everything below.
+  auto digit_at = [&](int j) -> std::uint64_t { return j >= 0 ? d[j] : 0; };
+  const unsigned __int128 M = (static_cast<unsigned __int128>(digit_at(k)) << 64) |
+                              (static_cast<unsigned __int128>(digit_at(k - 1)) << 32) | digit_at(k - 2);
+  for (int j = 0; j < k - 2; ++j) sticky |= d[j] != 0;
+  const int b = kBits * (k - 2) + base;
+  const int E = bit_length(M) - 1 + b;  // exponent of the leading bit
+  if (E > Emax) return kInf;
+  const int q = std::max(E - Prec + 1, Emin - Prec + 1);  // exponent of the target ulp
+  const int sh = q - b;                                    // > 0 always (see docs/exact.md)
+  std::uint64_t kept;
+  if (sh >= 128) {
+    kept = 0;  // D < 2^(b+96) <= 2^(q-32), so D + t < 2^(q-1): below half an ulp
+  } else if (sh <= 0) {
+    kept = static_cast<std::uint64_t>(M << -sh);  // unreachable: b < q; kept exact
+  } else {
+    kept = static_cast<std::uint64_t>(M >> sh);
+    const unsigned __int128 one = 1;
+    const unsigned __int128 rem = M & ((one << sh) - 1);
+    const unsigned __int128 half = one << (sh - 1);
+    if (rem > half || (rem == half && (sticky || (kept & 1) != 0))) ++kept;
+  }
+  if (kept == 0) return T(0);
+  // kept <= 2^Prec: the result kept * 2^q overflows only when its leading bit passes Emax.
+  if (q + (64 - std::countl_zero(kept)) - 1 > Emax) return kInf;
+  return std::ldexp(static_cast<T>(kept), q);  // exact: representable
+}
+
 }  // namespace
 
 void ExactSum::normalise() {
@@ -186,12 +249,13 @@ void ExactSum::merge(const ExactSum& other) {
   merge_raw(o.data(), other.flags_);
 }
 
-// Correct rounding (to nearest, ties to even) of the exact state to a binary format with
-// Prec significand bits, normal exponents [Emin, Emax].
+// The exact sum divided by n, rounded once by round_magnitude; special values and zeros as
+// the class comment says, n = 0 gives NaN.
 template <int Prec, int Emin, int Emax, class T>
-T ExactSum::round_to() const {
+T ExactSum::round_to(std::uint64_t n) const {
   constexpr T kInf = std::numeric_limits<T>::infinity();
-  if ((flags_ & kFlagNaN) != 0 || (flags_ & (kFlagPosInf | kFlagNegInf)) == (kFlagPosInf | kFlagNegInf))
+  if (n == 0 || (flags_ & kFlagNaN) != 0 ||
+      (flags_ & (kFlagPosInf | kFlagNegInf)) == (kFlagPosInf | kFlagNegInf))
     return std::numeric_limits<T>::quiet_NaN();
   if ((flags_ & kFlagPosInf) != 0) return kInf;
   if ((flags_ & kFlagNegInf) != 0) return -kInf;
@@ -203,48 +267,44 @@ T ExactSum::round_to() const {
     for (auto& v : l) v = -v;
     normalise_limbs(l);
   }
-  int k = kTop;
-  while (k >= 0 && l[k] == 0) --k;
-  if (k < 0) {  // exact zero
+  const Digits d = magnitude_digits(l);
+  int top = kDigits - 1;
+  while (top >= 0 && d[top] == 0) --top;
+  if (top < 0) {  // exact zero
     const bool negzero = (flags_ & kFlagAny) != 0 && (flags_ & kFlagNotNegZero) == 0;
     return negzero ? -T(0) : T(0);
   }
-  const T sign = neg ? T(-1) : T(1);
-  // |value| >= 2^(32k - 1074): beyond the range whenever that exceeds Emax. Below that,
-  // k <= 65 < kTop, so l[k] < 2^32.
-  if (kDigitBits * k + kBaseExponent > Emax) return sign * kInf;
-
-  // Window: the top three limbs, M * 2^b, plus a sticky bit for everything below.
-  auto limb_at = [&](int j) -> std::uint64_t { return j >= 0 ? static_cast<std::uint64_t>(l[j]) : 0; };
-  const unsigned __int128 M = (static_cast<unsigned __int128>(limb_at(k)) << 64) |
-                              (static_cast<unsigned __int128>(limb_at(k - 1)) << 32) | limb_at(k - 2);
-  bool sticky = false;
-  for (int j = 0; j < k - 2; ++j) sticky |= l[j] != 0;
-  const int b = kDigitBits * (k - 2) + kBaseExponent;
-  const int E = bit_length(M) - 1 + b;  // exponent of the leading bit
-  if (E > Emax) return sign * kInf;
-  const int q = std::max(E - Prec + 1, Emin - Prec + 1);  // exponent of the target ulp
-  const int sh = q - b;                                    // > 0 always (see docs/exact.md)
-  std::uint64_t kept;
-  if (sh >= 128) {
-    kept = 0;  // M * 2^b + sticky < 2^(b+127) <= 2^(q-1): below half an ulp
-  } else if (sh <= 0) {
-    kept = static_cast<std::uint64_t>(M << -sh);  // unreachable: b < q; kept exact
+  T r;
+  if (n == 1) {
+    r = round_magnitude<Prec, Emin, Emax, T>(d.data(), kDigits, kBaseExponent, false);
   } else {
-    kept = static_cast<std::uint64_t>(M >> sh);
-    const unsigned __int128 one = 1;
-    const unsigned __int128 rem = M & ((one << sh) - 1);
-    const unsigned __int128 half = one << (sh - 1);
-    if (rem > half || (rem == half && (sticky || (kept & 1) != 0))) ++kept;
+    // Long division from the top digit down, on through kFracDigits digits below 2^-1074:
+    // quotient digit j has weight 2^(32(j - kFracDigits) - 1074); what is left (rem < n)
+    // is the sticky bit.
+    std::array<std::uint32_t, kDigits + kFracDigits> qd{};
+    std::uint64_t rem = 0;
+    for (int j = top; j >= -kFracDigits; --j) {
+      const unsigned __int128 cur =
+          (static_cast<unsigned __int128>(rem) << 32) | (j >= 0 ? d[j] : std::uint32_t{0});
+      qd[j + kFracDigits] = static_cast<std::uint32_t>(cur / n);  // < 2^32: rem < n
+      rem = static_cast<std::uint64_t>(cur % n);
+    }
+    r = round_magnitude<Prec, Emin, Emax, T>(qd.data(), kDigits + kFracDigits,
+                                             kBaseExponent - kDigitBits * kFracDigits, rem != 0);
   }
-  if (kept == 0) return sign * T(0);
-  // kept <= 2^Prec: the result kept * 2^q overflows only when its leading bit passes Emax.
-  if (q + (64 - std::countl_zero(kept)) - 1 > Emax) return sign * kInf;
-  return sign * std::ldexp(static_cast<T>(kept), q);  // exact: representable
+  return neg ? -r : r;
 }
 
-double ExactSum::to_double() const { return round_to<53, -1022, 1023, double>(); }
+double ExactSum::to_double() const { return round_to<53, -1022, 1023, double>(1); }
 
-float ExactSum::to_float() const { return round_to<24, -126, 127, float>(); }
+float ExactSum::to_float() const { return round_to<24, -126, 127, float>(1); }
+
+double ExactSum::quotient_to_double(std::uint64_t n) const {
+  return round_to<53, -1022, 1023, double>(n);
+}
+
+float ExactSum::quotient_to_float(std::uint64_t n) const {
+  return round_to<24, -126, 127, float>(n);
+}
 
 }  // namespace xr

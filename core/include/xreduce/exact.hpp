@@ -59,6 +59,11 @@ class XR_API ExactSum {
   void merge(const ExactSum& other);
   double to_double() const;  // round to nearest, ties to even
   float to_float() const;    // round to nearest, ties to even, directly from the exact value
+  // The exact sum divided by n (n >= 1), rounded once to nearest, ties to even: the correctly
+  // rounded mean of the terms when n is their count. Special values as to_double/to_float
+  // (NaN; inf/n = inf; an exact zero keeps its sign). n = 0 gives NaN (the mean of nothing).
+  double quotient_to_double(std::uint64_t n) const;
+  float quotient_to_float(std::uint64_t n) const;
 
   // The state, normalised (limb[i] in [0, 2^32) below the top limb, which carries the sign).
   Raw raw() const;
@@ -73,8 +78,9 @@ class XR_API ExactSum {
   std::uint64_t pending_ = 0;  // additions since the last carry propagation
   std::uint32_t flags_ = 0;
   void normalise();
+  // The exact sum divided by n, rounded once (n = 1: the sum itself).
   template <int Prec, int Emin, int Emax, class T>
-  T round_to() const;
+  T round_to(std::uint64_t n) const;
 };
 
 }  // namespace xr
