@@ -373,6 +373,24 @@ TEST_CASE("mapped ops: what NumPy gives on small inputs") {
   exact.exact = true;
   CHECK_THROWS_WITH_AS(r->reduce(filled(DType::F32, {1}, 1).view(), Op::SumSq, exact), doctest::Contains("no exact mode"),
                        InvalidArgument);
+  // mean: the sum over the count; integers in f64 (no wrap), nothing NaN (+NaN, as NumPy's).
+  CHECK(value(Op::Mean, DType::F32, {1, 2, 3, 4}).same_bits(Scalar::of(2.5f)));
+  CHECK(value(Op::Mean, DType::F16, {1, 2}).same_bits(Scalar::of(1.5f)));
+  CHECK(value(Op::Mean, DType::I32, {1, 2}).same_bits(Scalar::of(1.5)));
+  CHECK(value(Op::Mean, DType::U8, {255, 255, 255, 1}).same_bits(Scalar::of(191.5)));
+  CHECK(value(Op::Mean, DType::I64, {0x1p62, 0x1p62, 0x1p62}).same_bits(Scalar::of(0x1p62)));
+  CHECK(std::isnan(value(Op::Mean, DType::F64, {1, nan}).f));
+  const Scalar none = r->reduce(HostBuffer(DType::F64, 0).view(), Op::Mean).value;
+  CHECK((std::isnan(none.f) && !std::signbit(none.f)));
+  CHECK(std::isnan(r->reduce(HostBuffer(DType::I32, 0).view(), Op::Mean).value.f));
+  // Exact: the exact sum over the count, rounded once; the plain sum of these overflows.
+  const HostBuffer big = filled(DType::F64, {1e308, 1e308, 1e308}, 3);
+  CHECK(r->reduce(big.view(), Op::Mean, exact).value.same_bits(Scalar::of(1e308)));
+  CHECK(std::isinf(r->reduce(big.view(), Op::Mean).value.f));
+  CHECK(r->reduce(filled(DType::F32, {1, 0x1p-24f, 0x1p-24f}, 3).view(), Op::Mean, exact).value.same_bits(
+      Scalar::of(static_cast<float>((1 + 0x1p-23) / 3))));
+  CHECK_THROWS_WITH_AS(r->reduce(filled(DType::I32, {1}, 1).view(), Op::Mean, exact),
+                       doctest::Contains("the mean of i32 sums its values in f64"), InvalidArgument);
 }
 
 TEST_CASE("kernels() describes a usable ladder") {

@@ -127,7 +127,7 @@ TEST_CASE("OpenMP's vector rung gives the same bits from its portable lane loops
 }
 
 TEST_CASE("usage errors exit 2 with one line") {
-  for (const char* args : {"--bogus", "--backend foo", "--op mean", "--type u16", "--n lots", "--n 2^^4",
+  for (const char* args : {"--bogus", "--backend foo", "--op median", "--type u16", "--n lots", "--n 2^^4",
                            "--backend omp --kernel warp_magic", "--dist gauss", "--repeat 0",
                            "--backend omp --op min --n 0", "--accumulator huge"}) {
     const Run r = cli(args);

@@ -64,7 +64,7 @@ TEST_CASE("numeric options refuse signs, fractions, overflow and values beyond t
 TEST_CASE("named values outside their sets are refused") {
   for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
            {"--backend gpu", "--backend"},
-           {"--op mean", "unknown op 'mean'"},
+           {"--op median", "unknown op 'median'"},
            {"--type u16", "u16"},
            {"--dist gauss", "gauss"},
            {"--format csv", "unknown file format 'csv'"},

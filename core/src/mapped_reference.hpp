@@ -16,7 +16,7 @@ namespace xr::detail {
 // The reference of a mapped op (XR_MAPPED_OPS): every element mapped, then folded. Float sums
 // of mapped values are exact: a square goes to the exact sum as its two exact parts (x * x and
 // its FMA remainder), an absolute value or a number as it is; their rounding to the result type
-// happens once. Integer sums wrap in the accumulator as the semantics say; min and max keep the
+// happens once; a mean's exact sum is divided by the count, rounded once. Integer sums wrap in the accumulator as the semantics say; min and max keep the
 // input type, and NaN where no element is a number.
 template <class T> class MappedReference {
  public:
@@ -51,6 +51,10 @@ template <class T> class MappedReference {
     if (fold_of(op_) != Op::Sum) {
       ref.value = Scalar::of<T>(extreme_);
       if (is_float_v<T> && n_ > 0 && numbers_ == 0) ref.value.f = std::numeric_limits<double>::quiet_NaN();
+    } else if (finalize_of(op_) == Finalize::DivideByCount) {  // the exact mean, rounded once
+      ref.value = out == DType::F32 ? Scalar::of(sum_.quotient_to_float(n_)) : Scalar::of(sum_.quotient_to_double(n_));
+      ref.magnitude = n_ ? magnitude_ / static_cast<double>(n_) : 0.0;
+      ref.exact_state = sum_.raw();  // parts' states merge, then divide (xr::mpi::reference_reduce)
     } else if (is_float(out)) {
       ref.value = n_ == 0 ? empty_scalar(op_, out) : detail::round_exact(sum_.raw(), out);
       ref.magnitude = magnitude_;

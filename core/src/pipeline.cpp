@@ -111,6 +111,7 @@ void set_exact(Result& r, const ExactSum::Raw& state, DType type) {
   r.rounding_depth = 1;
 }
 
+
 Scalar scalar_from_bytes(DType type, const void* bytes) {
   return visit_dtype(type, [&](auto t) {
     decltype(t) v;
@@ -270,6 +271,24 @@ Result run_chunks(ChunkDevice& device, ChunkSource& source, Op op, const RunOpti
 
 }  // namespace detail
 
+void finalize_result(Result& r, Op op, DType type, std::uint64_t n) {
+  r.op = op;
+  if (finalize_of(op) == Finalize::None) return;
+  r.folded = r.value;
+  if (r.exact_state) {
+    ExactSum sum;
+    sum.merge_raw(*r.exact_state);
+    r.value = result_dtype(op, type) == DType::F32 ? Scalar::of(sum.quotient_to_float(n))
+                                                   : Scalar::of(sum.quotient_to_double(n));
+    return;
+  }
+  r.value = visit_dtype(r.value.type, [&](auto t) {
+    using A = decltype(t);
+    return Scalar::of(finalize_value(op, r.value.as<A>(), n));
+  });
+  r.rounding_depth += 1;
+}
+
 Result Reducer::reduce(HostArray in, Op op, const RunOptions& options) {
   if (in.n > 0 && in.data == nullptr) throw InvalidArgument("reduce: null data pointer with n > 0");
   ArraySource source(in);
@@ -293,9 +312,11 @@ Result Reducer::reduce(ChunkSource& source, Op op, const RunOptions& options) {
     throw InvalidArgument(backend() + ": a resident input of " + format_bytes(bytes) +
                           " does not fit the device memory limit of " + format_bytes(options.device_mem_limit) +
                           " (the streamed host path takes any size)");
+  // A mean of floats runs as their sum, and is divided by the count below.
+  const Op run = kernel_op(op, source.type());
   Result r;
   if (source.size() == 0) {  // nothing to stage or reduce: the op's empty value
-    r.value = empty_scalar(op, result_dtype(op, source.type(), options.accumulator));
+    r.value = empty_scalar(run, result_dtype(run, source.type(), options.accumulator));
     if (options.exact && exact_applies(op, source.type()) && k.exact) detail::set_exact(r, ExactSum::Raw{}, source.type());
     r.kernel = k.name;
     r.finish = "none (empty input)";
@@ -303,7 +324,7 @@ Result Reducer::reduce(ChunkSource& source, Op op, const RunOptions& options) {
     r.path = "none";
   } else {
     std::lock_guard lock(mutex_);
-    r = detail::run_chunks(chunks, source, op, options, k, resident);
+    r = detail::run_chunks(chunks, source, run, options, k, resident);
     if (detail::needs_nan_twin(op, r.value)) {
       RunOptions once = options;
       once.warmup = 0;
@@ -312,6 +333,7 @@ Result Reducer::reduce(ChunkSource& source, Op op, const RunOptions& options) {
       detail::settle_with_twin(r, detail::run_chunks(chunks, source, detail::nan_twin(op), once, k, resident).value);
     }
   }
+  finalize_result(r, op, source.type(), source.size());
   detail::fill_identity(r, backend(), source.size(), op, source.type());
   r.device = device();
   detail::testing::apply_broken_kernel(r);

@@ -132,6 +132,7 @@ Scalar round_exact(const ExactSum::Raw& state, DType type);
 // An exact sum's result: the state rounded once (value, rounding depth 1) and the state itself
 // (Result::exact_state).
 void set_exact(Result& r, const ExactSum::Raw& state, DType type);
+
 // A value of `type` from its bytes in memory (a result read back from a device).
 Scalar scalar_from_bytes(DType type, const void* bytes);
 

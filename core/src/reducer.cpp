@@ -25,8 +25,11 @@ void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n,
   if (exact && is_pair(op))
     throw InvalidArgument("exact mode covers sums; " + std::string(to_string(op)) +
                           " compares values and is exact without it");
-  if (exact && is_mapped(op))
-    throw InvalidArgument("exact mode covers sum; " + std::string(to_string(op)) + " has no exact mode");
+  if (exact && is_mapped(op) && !exact_applies(op, type))
+    throw InvalidArgument(finalize_of(op) == Finalize::DivideByCount
+                              ? "exact mode covers the means of floats; the mean of " + std::string(to_string(type)) +
+                                    " sums its values in f64 (as NumPy's) and has no exact mode"
+                              : "exact mode covers sum and mean; " + std::string(to_string(op)) + " has no exact mode");
   if (exact && op == Op::Prod && is_float(type))
     throw InvalidArgument("exact mode covers sums; a float product has no exact mode");
   if (exact && exact_applies(op, type) && !kernel.exact && kernel.kind != KernelKind::Probe)

@@ -155,6 +155,12 @@ class SegmentDevice {
     (void)data, (void)n, (void)type, (void)layout, (void)out, (void)missed, (void)options;
     return std::nullopt;
   }
+  // A mean's last step on a device job's output (Finalize::DivideByCount), in order after the
+  // job: each of job.layout.count values of job.result_type divided by its segment's length, as
+  // finalize_value does. Backends that have it say so; core refuses a mean of segments in device
+  // memory on the others.
+  virtual bool divides_on_device() const { return false; }
+  virtual void divide_by_count(const SegmentJob& job) { (void)job; }
   // Copies between the device's memory and the host, in order with the work enqueued before, and
   // waits for them; the copy's time in ms. A host-memory device (OpenMP) copies with memcpy.
   virtual double read(Memory from, void* to, std::uint64_t bytes) = 0;

@@ -109,7 +109,7 @@ Scalar empty_segment_value(Op op, DType type, Accumulator acc) {
   const Op fold = value_fold(op);
   return visit_dtype(result_dtype(op, type, acc), [&](auto zero) {
     using T = decltype(zero);
-    return Scalar::of<T>(fold == Op::Min || fold == Op::Max ? identity<T>(fold) : empty_value<T>(fold));
+    return Scalar::of<T>(finalize_value(op, fold == Op::Min || fold == Op::Max ? identity<T>(fold) : empty_value<T>(fold), 0));
   });
 }
 
@@ -726,8 +726,55 @@ SegmentedResult run_segments_once(SegmentDevice& device, std::string_view backen
 
 }  // namespace
 
+namespace {
+
+// The elements of segment i of `layout`.
+std::uint64_t segment_length(const SegmentLayout& layout, std::uint64_t i) {
+  if (layout.kind != SegmentKind::Offsets) return layout.length;
+  return static_cast<std::uint64_t>(layout.offsets[i + 1] - layout.offsets[i]);
+}
+
+// A mean of segments: exact mode rounds each segment's exact sum on its own, so it has no exact
+// quotient yet; a mean of segments in device memory needs the backend's division there
+// (`device_memory`: and this backend has none).
+void check_segment_finalize(std::string_view backend, Op op, const RunOptions& options, bool device_memory) {
+  if (finalize_of(op) == Finalize::None) return;
+  if (options.exact)
+    throw InvalidArgument(std::string(backend) + ": exact mode of " + std::string(to_string(op)) +
+                          " covers whole arrays; a segmented " + std::string(to_string(op)) +
+                          " is the plain one (leave exact out)");
+  if (device_memory)
+    throw InvalidArgument(std::string(backend) + ": " + std::string(to_string(op)) +
+                          " of segments in device memory is not available on this backend: reduce a host input, or "
+                          "sum the segments and divide by their lengths");
+}
+
+// Mapped op `op`'s last step (Finalize) on every value: a mean divides each segment's sum by its
+// length (an empty segment's 0 / 0 is NaN).
+void finalize_segments(SegmentedResult& result, const SegmentLayout& layout, Op op) {
+  result.record.op = op;
+  if (finalize_of(op) == Finalize::None) return;
+  visit_dtype(result.values.type(), [&](auto t) {
+    using A = decltype(t);
+    if constexpr (is_float_v<A>) {
+      A* v = static_cast<A*>(result.values.data());
+      for (std::uint64_t i = 0; i < layout.count; ++i) v[i] = finalize_value(op, v[i], segment_length(layout, i));
+    }
+  });
+  result.rounding_depth += 1;
+}
+
+}  // namespace
+
 SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
                              ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options) {
+  check_segment_finalize(backend, op, options, false);
+  if (kernel_op(op, source.type()) != op) {  // a mean of floats: the sums, then the division
+    SegmentedResult result =
+        run_segments(device, backend, device_name, source, layout, kernel_op(op, source.type()), options);
+    finalize_segments(result, layout, op);
+    return result;
+  }
   SegmentedResult result = run_segments_once(device, backend, device_name, source, layout, op, options);
   if (may_be_all_nan(op, source.type()) && holds_nan_twin_candidate(result, layout, op)) {
     RunOptions once = options;
@@ -736,12 +783,14 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
     settle_segments_with_twin(
         result, layout, run_segments_once(device, backend, device_name, source, layout, nan_twin(op), once));
   }
+  finalize_segments(result, layout, op);
   return result;
 }
 
 Result run_device_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
                            const DeviceSegmentCall& call, const RunOptions& options) {
   SegmentLayout layout = call.layout;
+  check_segment_finalize(backend, call.op, options, !device.divides_on_device());
   const KernelInfo k = check_segment_call(device, backend, layout, call.op, call.type, options);
   if (may_be_all_nan(call.op, call.type))
     throw InvalidArgument(std::string(backend) + ": " + std::string(to_string(call.op)) + " of " +
@@ -771,7 +820,7 @@ Result run_device_segments(SegmentDevice& device, std::string_view backend, cons
   }
 
   SegmentJob job;
-  job.op = call.op;
+  job.op = kernel_op(call.op, call.type);  // a mean of floats: the sums, divided below
   job.type = call.type;
   job.result_type = result_type;
   job.options = options;
@@ -781,8 +830,10 @@ Result run_device_segments(SegmentDevice& device, std::string_view backend, cons
   job.offsets = call.offsets;
   job.out = call.out;
   job.synchronous = call.synchronous;
+  const bool divides = finalize_of(call.op) != Finalize::None;
   if (!call.synchronous) {
     if (layout.count) device.reduce(job);
+    if (layout.count && divides) device.divide_by_count(job);
     return r;
   }
 
@@ -803,6 +854,11 @@ Result run_device_segments(SegmentDevice& device, std::string_view backend, cons
     r.transfer_ms += o.transfer_ms;
     r.chunks = 1;
     r.rounding_depth = o.depth;
+    if (divides) {
+      device.divide_by_count(job);
+      r.launches += 1;
+      r.rounding_depth += 1;
+    }
   }
   fill_record(r, backend, device_name, layout, call.op, call.type, options);
   return r;

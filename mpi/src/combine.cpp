@@ -173,7 +173,8 @@ void fill(Record& rec, const Part& part, int rank, int size) {
   // A rank whose nanmin or nanmax elements are all NaN holds no number: its NaN is left out as an
   // empty rank's is, and where no rank holds one the result is NaN.
   rec[kHasValue] = r.n > 0 && !(may_be_all_nan(r.op, r.value.type) && std::isnan(r.value.f));
-  if (r.n > 0) rec[kValue] = word_of_scalar(r.value);
+  // A mean's ranks combine their sums (Result::folded), then divide by the total count.
+  if (r.n > 0) rec[kValue] = word_of_scalar(finalize_of(r.op) != Finalize::None ? r.folded : r.value);
   if (r.n > 0 && is_pair(r.op)) rec[kSecond] = r.op == Op::MinMax ? word_of_scalar(r.maximum) : r.index;
   if (exact) {
     rec[kFlags] = r.exact_state->flags;

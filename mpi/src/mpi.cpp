@@ -157,6 +157,7 @@ std::optional<GlobalResult> finish(MPI_Comm comm, const detail::Wire& wire, cons
   r.path = std::to_string(g.ranks) + " ranks";
   r.rounding_depth = c.depth;
   if (r.op == Op::Prod) r.rounding_depth = std::max(r.rounding_depth, r.n);
+  finalize_result(r, r.op, r.type, r.n);  // a mean: the ranks' sums over the total count
   return g;
 }
 
@@ -309,6 +310,8 @@ template <class Input> Reference distributed_reference(MPI_Comm comm, Input& loc
       part.result.maximum = ref.maximum;
       part.result.exact_state = ref.exact_state;
       part.magnitude = ref.magnitude;
+      // A mean's parts: their exact sums, merged below, and the magnitude of the sum.
+      if (finalize_of(op) != Finalize::None) part.magnitude = ref.magnitude * static_cast<double>(ref.n);
     }
   } catch (...) {
     part.error = std::current_exception();
@@ -324,6 +327,12 @@ template <class Input> Reference distributed_reference(MPI_Comm comm, Input& loc
   ref.type = type;
   ref.magnitude = op == Op::Prod && is_float(type) ? std::fabs(c.value.to_double()) : c.magnitude;
   ref.exact_state = c.exact_state;
+  if (finalize_of(op) != Finalize::None && c.exact_state) {  // the exact mean of every rank's elements
+    ExactSum sum;
+    sum.merge_raw(*c.exact_state);
+    ref.value = c.value.type == DType::F32 ? Scalar::of(sum.quotient_to_float(c.n)) : Scalar::of(sum.quotient_to_double(c.n));
+    ref.magnitude = c.n ? c.magnitude / static_cast<double>(c.n) : 0.0;
+  }
   return ref;
 }
 }  // namespace

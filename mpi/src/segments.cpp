@@ -287,6 +287,9 @@ GlobalSegments reduce_segments(MPI_Comm comm, xr::Reducer& local, HostArray in, 
     if (in.n > 0 && in.data == nullptr) throw InvalidArgument("mpi: reduce_segments: null data for " + std::to_string(in.n) + " elements");
     if (options.exact && is_pair(op))
       throw InvalidArgument("mpi: reduce_segments: exact mode does not apply to " + std::string(to_string(op)));
+    if (finalize_of(op) != Finalize::None)
+      throw InvalidArgument("mpi: reduce_segments: " + std::string(to_string(op)) +
+                            " is not combined across ranks yet: reduce the sums, and divide by the segments' lengths");
   } catch (...) {
     bad = std::current_exception();
   }
@@ -405,6 +408,9 @@ GlobalSegments reduce_axis(MPI_Comm comm, xr::Reducer& local, const HostMatrix& 
                             std::to_string(in.shape.cols) + " matrix");
     if (options.exact && is_pair(op))
       throw InvalidArgument("mpi: reduce_axis: exact mode does not apply to " + std::string(to_string(op)));
+    if (finalize_of(op) != Finalize::None && axis == 0)
+      throw InvalidArgument("mpi: reduce_axis: " + std::string(to_string(op)) +
+                            " of columns is not combined across ranks yet: reduce the sums, and divide by the rows");
   } catch (...) {
     bad = std::current_exception();
   }

@@ -36,7 +36,9 @@ template <class Rung> constexpr bool maps_elements() {
 // Mapped<T, O> otherwise.
 template <Op O, class T>
 using mapped_input_t = std::conditional_t<
-    (map_of(O) == ElementMap::SkipNaN && !is_float_v<T>) || (map_of(O) == ElementMap::Abs && std::is_unsigned_v<T>), T,
+    (map_of(O) == ElementMap::SkipNaN && !is_float_v<T>) || (map_of(O) == ElementMap::Abs && std::is_unsigned_v<T>) ||
+        map_of(O) == ElementMap::Convert,
+    T,
     Mapped<typename std::conditional_t<map_of(O) == ElementMap::NonZero && std::is_integral_v<T>, std::make_unsigned<T>,
                                        std::type_identity<T>>::type,
            O>>;

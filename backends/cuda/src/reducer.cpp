@@ -203,8 +203,10 @@ Result reduce(const T* dev_ptr, std::uint64_t n, Op op, cudaStream_t stream, con
   DeviceGuard guard(device);
   DeviceState& ds = device_state(device);
   Workspace& ws = ds.workspace(stream);
-  const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, op, options, ws.result_slot());
+  // A mean of floats runs as their sum; the division by the count follows on the host.
+  const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, kernel_op(op, dtype_of<T>), options, ws.result_slot());
   Result r = run_timed(ds, ws, p, options);
+  xr::finalize_result(r, op, dtype_of<T>, n);
   xr::detail::fill_identity(r, "cuda", n, op, dtype_of<T>);
   if (xr::detail::needs_nan_twin(op, r.value)) {
     // nanmin/nanmax gave its fold's identity: all NaN, or the extreme is that infinity. The twin
@@ -230,6 +232,10 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
                           std::string(to_string(dtype_of<T>)) + ": where the input may be all NaN (NaN, not " +
                           (fold_of(op) == Op::Min ? "+inf" : "-inf") +
                           "), a second pass must follow the first once its value is on the host: use reduce()");
+  const bool divides = finalize_of(op) != Finalize::None;
+  if (divides && options.exact)
+    throw InvalidArgument("cuda: reduce_async does not take an exact " + std::string(to_string(op)) +
+                          ": the exact sum's quotient is rounded on the host: use reduce()");
   const int out_device = device_of(dev_result, "result");
   const std::size_t result_size = size_of(result_dtype(op, dtype_of<T>, options.accumulator));
   require_aligned(dev_result, is_indexed(op) ? alignof(Located<T>) : result_size, "result");
@@ -243,7 +249,7 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
   DeviceGuard guard(out_device);
   DeviceState& ds = device_state(out_device);
   Workspace& ws = ds.workspace(stream);
-  const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, op, options, dev_result);
+  const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, kernel_op(op, dtype_of<T>), options, dev_result);
   if (p.exact) {  // rounded on the device by the exact kernel's last block
     const unsigned block = options.block_size ? options.block_size : kExactDefaultBlock;
     enqueue_exact_sum(p.type, p.launch.in, p.launch.n, ws.stream(), ws.exact_accumulator(), block, options.grid_size,
@@ -251,6 +257,7 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
     return;
   }
   p.fn(p.launch);
+  if (divides) launch_divide_by_count(p.result_type, dev_result, 1, n, nullptr, n, ws.stream());  // the mean
 }
 
 template <class T>

@@ -282,6 +282,13 @@ std::optional<SegmentOutcome> Segments::exact_short_segments(Memory data, std::u
   return o;
 }
 
+void Segments::divide_by_count(const SegmentJob& job) {
+  const SegmentLayout& l = job.layout;
+  const auto* offsets = l.kind == SegmentKind::Offsets ? static_cast<const std::int64_t*>(device_pointer(job.offsets)) : nullptr;
+  launch_divide_by_count(job.result_type, device_pointer(job.out), l.count, l.length, offsets, job.n, scratch_.stream());
+  if (job.synchronous) check(cudaStreamSynchronize(scratch_.stream()), "cudaStreamSynchronize");
+}
+
 double Segments::read(Memory from, void* to, std::uint64_t bytes) {
   if (!from.on_device) {
     if (bytes) std::memcpy(to, from.address(), bytes);

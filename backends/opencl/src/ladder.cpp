@@ -224,6 +224,7 @@ std::string map_options(Op op, DType in, DType acc) {
     case ElementMap::Abs: return type_info(in).is_signed ? " -DXR_MAP_ABS" : "";
     case ElementMap::Square: return " -DXR_MAP_SQUARE";
     case ElementMap::NonZero: return " -DXR_MAP_NONZERO";
+    case ElementMap::Convert: return "";  // the load's conversion to the accumulator is all
     case ElementMap::SkipNaN:
       if (!is_float(in)) return "";
       return " -DXR_MAP_SKIP_NAN -DXR_NAN_AS=" + visit_dtype(acc, [&](auto t) {

@@ -67,7 +67,7 @@ Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::
   rq.offset = offset;
   rq.n = n;
   rq.type = type;
-  rq.op = op;
+  rq.op = kernel_op(op, type);  // a mean of floats runs as their sum, divided below
   rq.options = options;
   Result r = detail::reduce_on_queue(rq);
   if (xr::detail::needs_nan_twin(op, r.value)) {  // every element NaN, or the extreme an infinity
@@ -76,6 +76,7 @@ Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::
     rq.options.repeat = 1;
     xr::detail::settle_with_twin(r, detail::reduce_on_queue(rq).value);
   }
+  xr::finalize_result(r, op, type, n);
   return r;
 }
 

@@ -24,6 +24,11 @@ std::string exact_options(DType type) {
   return program_options(type, type, Op::Sum, 1, Tree::Sequential, Finish::Partials) + " -DXR_SEG_EXACT=1";
 }
 
+std::string divide_options(DType type) {
+  return program_options(DType::F64, DType::F64, Op::Sum, 1, Tree::Sequential, Finish::Partials) +
+         " -DXR_SEG_DIVIDE=1 -DXR_DIV_T=" + (type == DType::F64 ? "double" : "float");
+}
+
 cl_mem Setting::scratch(SegmentBuffers::Role role, std::size_t bytes) const {
   if (std::find(strategy->scratch.begin(), strategy->scratch.end(), role) == strategy->scratch.end())
     throw Error(std::string("opencl: segment strategy ") + strategy->name + " takes a buffer its row does not list (" +

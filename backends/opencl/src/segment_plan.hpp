@@ -35,6 +35,8 @@ struct Build {
 std::string build_options(DType in, DType acc, Op op, const Build& b);
 // The program of xr_seg_exact for a float input type.
 std::string exact_options(DType type);
+// The options of xr_seg_divide over values of `type` (f32 or f64): double enabled for the quotient.
+std::string divide_options(DType type);
 
 // ---- the setting and the plan ------------------------------------------------------------------
 

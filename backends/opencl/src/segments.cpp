@@ -371,4 +371,23 @@ SegmentOutcome Segments::exact_pieces(Memory data, std::uint64_t n, DType type, 
   return out;
 }
 
+void Segments::divide_by_count(const SegmentJob& job) {
+  const SegmentLayout& l = job.layout;
+  if (l.count == 0) return;
+  CachedKernel& k = cached_kernel(context_, caps_->device, kSegmentsSource, divide_options(job.result_type), "xr_seg_divide");
+  Launch st;
+  st.name = "xr_seg_divide";
+  st.kernel = &k;
+  st.local = choose_work_group(0, group_limit(k, *caps_, 0), policy::kExactWorkGroup, *caps_, "xr_seg_divide");
+  st.global = static_cast<std::size_t>(std::min(ceil_div(l.count, st.local), max_groups(st.local))) * st.local;
+  const bool by_offsets = l.kind == SegmentKind::Offsets;
+  st.args = {value_arg(static_cast<cl_mem>(const_cast<void*>(job.out.handle))), value_arg(cl_ulong{l.count}),
+             value_arg(cl_ulong{l.length}),
+             value_arg(by_offsets ? static_cast<cl_mem>(const_cast<void*>(job.offsets.handle)) : cl_mem{nullptr}),
+             value_arg(cl_ulong{job.n}), value_arg(cl_int{by_offsets})};
+  EventChain chain;
+  enqueue(queue_, st, chain);
+  if (job.synchronous) check(clWaitForEvents(1, chain.events.data()), "clWaitForEvents", "the mean's division");
+}
+
 }  // namespace xr::opencl::detail

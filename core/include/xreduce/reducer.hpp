@@ -178,8 +178,18 @@ XR_API unsigned max_threads();
 // Throws InvalidArgument for options out of range: repeat < 1, warmup < 0, threads above max_threads().
 XR_API void check_options(const RunOptions& options);
 
-// True when RunOptions::exact changes the computation: a float sum (f16, bf16, f32, f64).
-constexpr bool exact_applies(Op op, DType type) { return op == Op::Sum && is_float(type); }
+// True when RunOptions::exact changes the computation: a float sum or mean (f16, bf16, f32, f64).
+// An exact mean is the exact sum divided by the count, rounded once (ExactSum::quotient_to_double).
+constexpr bool exact_applies(Op op, DType type) {
+  return (op == Op::Sum || finalize_of(op) == Finalize::DivideByCount) && is_float(type);
+}
+
+// Mapped op `op`'s last step (Finalize) on a result whose value is its fold's over n elements of
+// `type` (a mean's sum, of a run of its kernel_op, or of results combined by the fold): the mean
+// divides the value by n (one more rounding), or, where the result holds the exact state, rounds
+// the state's quotient once. Sets Result::op, keeps the fold's value in Result::folded and the
+// state as the sum's. Does nothing but set op for ops without a last step.
+XR_API void finalize_result(Result& r, Op op, DType type, std::uint64_t n);
 
 // The chunk of a streamed input, in elements of `elem_bytes` each: options.chunk_elements, or the
 // default bytes, lowered so that `buffers` chunks fit in options.device_mem_limit (when set).

@@ -40,6 +40,10 @@ struct Result {
   // normalised ExactSum state. States of disjoint inputs merge (ExactSum::merge_raw) into the
   // state of their union, whatever the order: xr::mpi combines ranks' sums with it.
   std::optional<ExactSum::Raw> exact_state;
+  // A mapped op with a last step (Finalize: mean): its fold's value before that step (the sum),
+  // of the same type as value. Results of disjoint inputs combine by it (xr::mpi), then take the
+  // step again over their total count. Unset (I64 0) for every other op.
+  Scalar folded;
 };
 
 }  // namespace xr

@@ -15,6 +15,8 @@
 // | argmin | min's value (+inf, the type's maximum), index -1         |
 // | argmax | max's value (-inf, the type's lowest), index -1          |
 // | minmax | min +inf / type maximum, max -inf / type lowest          |
+// | mean   | NaN (0 / 0, as NumPy's mean of nothing)                  |
+// (a mapped op's is its fold's: nanmin as min, count_nonzero 0)
 //
 // A non-empty segment's value is the whole-array reduction of its elements (xreduce/semantics.hpp):
 // the same NaN rules, the same wrap, sums of narrow integers in 64 bits by default, f16 and bf16

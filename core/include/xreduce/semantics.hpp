@@ -223,6 +223,8 @@ template <Op O, class A, class T> constexpr A map_element(T x) {
   const C v = static_cast<C>(x);
   if constexpr (M == ElementMap::NonZero) {
     return v != C(0) ? A(1) : A(0);
+  } else if constexpr (M == ElementMap::Convert) {
+    return static_cast<A>(v);
   } else if constexpr (M == ElementMap::SkipNaN) {
     if constexpr (is_float_v<T>)  // a sum's NaN becomes +0, as NumPy's nansum makes it
       if (v != v) return F == Op::Sum ? A(0) : OpFn<F>::template identity<A>();
@@ -317,6 +319,15 @@ Scalar empty_scalar(Op op, DType type);
 
 template <class T> T combine(Op op, T a, T b) {
   return visit_fold(fold_of(op), [&](auto fn) { return decltype(fn)::apply(a, b); });
+}
+
+// What mapped op `op` returns of its fold's value `folded` over `count` elements (Finalize in
+// xreduce/types.hpp): mean divides by the count in f64, then rounds to A (an f32 mean rounds
+// twice, within half an ulp of f32 and 2^-29 of one more); 0 / 0 is NaN, the mean of nothing.
+template <class A> A finalize_value(Op op, A folded, std::uint64_t count) {
+  if (finalize_of(op) == Finalize::None) return folded;
+  if (count == 0) return std::numeric_limits<A>::quiet_NaN();  // +NaN, as NumPy's; 0.0 / 0 is -NaN on x86
+  return static_cast<A>(static_cast<double>(folded) / static_cast<double>(count));
 }
 
 // Throws EmptyInput for min, max and the pair ops of zero elements. Every entry point calls it.

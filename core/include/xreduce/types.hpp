@@ -48,20 +48,32 @@ enum class ElementMap : std::uint8_t {
   Square,   // x * x, rounded once (floats) or wrapped (integers) in the accumulator
   SkipNaN,  // a NaN becomes +0 in a sum (as NumPy's nansum), the identity in min and max
   NonZero,  // 1 where x != 0 (NaN counts), else 0
+  Convert,  // the element in the accumulator's type, nothing more (mean: integers in f64)
+};
+
+// What a mapped op's folded value goes through last (finalize_value in xreduce/semantics.hpp).
+// The partial results, chunk cells and MPI ranks combine before it, by the fold alone.
+enum class Finalize : std::uint8_t {
+  None,           // the folded value as it is
+  DivideByCount,  // divided by the count of elements (of the segment), rounded once: mean
 };
 
 // The mapped ops: a map of each element, then a fold of the mapped values (the partial results
 // then combine by the fold alone). Columns as XR_OPS, then the fold and the map. sumsq, asum
 // and nansum accumulate as sum does (f16 and bf16 in f32, narrow integers in 64 bits),
 // count_nonzero in i64; nanmin and nanmax return the input type, and NaN where every element is
-// NaN (as NumPy). New rows go last: the enumerators' values are part of the ABI.
-#define XR_MAPPED_OPS(X)                                                         \
-  X(SumSq, "sumsq", Fold, "sum_squares", true, Sum, Square)                      \
-  X(ASum, "asum", Fold, "sum_abs", true, Sum, Abs)                               \
-  X(NanSum, "nansum", Fold, "", true, Sum, SkipNaN)                              \
-  X(NanMin, "nanmin", Fold, "", false, Min, SkipNaN)                             \
-  X(NanMax, "nanmax", Fold, "", false, Max, SkipNaN)                             \
-  X(CountNonzero, "count_nonzero", Fold, "nnz|nonzero", true, Sum, NonZero)
+// NaN (as NumPy); mean is the sum divided by the count, of floats in the sum's accumulator
+// (f16 and bf16 in f32), of integers in f64 (as NumPy's mean), NaN for no elements. The last
+// column: what the folded value goes through (Finalize). New rows go last: the enumerators'
+// values are part of the ABI.
+#define XR_MAPPED_OPS(X)                                                                   \
+  X(SumSq, "sumsq", Fold, "sum_squares", true, Sum, Square, None)                          \
+  X(ASum, "asum", Fold, "sum_abs", true, Sum, Abs, None)                                   \
+  X(NanSum, "nansum", Fold, "", true, Sum, SkipNaN, None)                                  \
+  X(NanMin, "nanmin", Fold, "", false, Min, SkipNaN, None)                                 \
+  X(NanMax, "nanmax", Fold, "", false, Max, SkipNaN, None)                                 \
+  X(CountNonzero, "count_nonzero", Fold, "nnz|nonzero", true, Sum, NonZero, None)          \
+  X(Mean, "mean", Fold, "average|avg", true, Sum, Convert, DivideByCount)
 
 // The element types, one row each: enumerator, C++ type, name, .npy descr (little-endian; bf16
 // has none). Everything else about a type (size, float or integer, limits, the accumulator of
@@ -116,12 +128,13 @@ struct OpInfo {
   bool empty_has_value;      // a reduction of no elements gives empty_value (else EmptyInput)
   Op fold;                   // what combines the (mapped) elements: the op itself but for mapped ops
   ElementMap map;            // what each element goes through first: None but for mapped ops
+  Finalize finalize;         // what the folded value goes through last: None but for mean
 };
 
 #define XR_OP_INFO(e, name, kind, aliases, empty_has_value) \
-  OpInfo{Op::e, name, OpKind::kind, aliases, empty_has_value, Op::e, ElementMap::None},
-#define XR_MAPPED_OP_INFO(e, name, kind, aliases, empty_has_value, fold, map) \
-  OpInfo{Op::e, name, OpKind::kind, aliases, empty_has_value, Op::fold, ElementMap::map},
+  OpInfo{Op::e, name, OpKind::kind, aliases, empty_has_value, Op::e, ElementMap::None, Finalize::None},
+#define XR_MAPPED_OP_INFO(e, name, kind, aliases, empty_has_value, fold, map, finalize) \
+  OpInfo{Op::e, name, OpKind::kind, aliases, empty_has_value, Op::fold, ElementMap::map, Finalize::finalize},
 inline constexpr OpInfo op_table[] = {XR_OPS(XR_OP_INFO) XR_PAIR_OPS(XR_OP_INFO) XR_MAPPED_OPS(XR_MAPPED_OP_INFO)};
 #undef XR_MAPPED_OP_INFO
 #undef XR_OP_INFO
@@ -138,10 +151,12 @@ constexpr const OpInfo& op_info(Op op) {
   if (row >= std::size(op_table)) throw std::out_of_range("xr::op_info: not an Op");
   return op_table[row];
 }
-#define XR_MAPPED_ROW(e, name, kind, aliases, empty, fold, map)                                    \
+#define XR_MAPPED_ROW(e, name, kind, aliases, empty, fold, map, finalize)                          \
   static_assert(Op::fold == Op::Sum || Op::fold == Op::Min || Op::fold == Op::Max,                  \
                 name ": a mapped op folds by sum, min or max");                                      \
-  static_assert(ElementMap::map != ElementMap::None, name ": a mapped op maps its elements");
+  static_assert(ElementMap::map != ElementMap::None, name ": a mapped op maps its elements");       \
+  static_assert(Finalize::finalize == Finalize::None || Op::fold == Op::Sum,                        \
+                name ": only a sum is divided by its count");
 XR_MAPPED_OPS(XR_MAPPED_ROW)
 #undef XR_MAPPED_ROW
 constexpr bool is_pair(Op op) { return op_info(op).kind != OpKind::Fold; }
@@ -150,6 +165,7 @@ constexpr bool is_mapped(Op op) { return op_info(op).map != ElementMap::None; }
 // The fold that combines op's values and partial results: the op itself but for mapped ops.
 constexpr Op fold_of(Op op) { return op_info(op).fold; }
 constexpr ElementMap map_of(Op op) { return op_info(op).map; }
+constexpr Finalize finalize_of(Op op) { return op_info(op).finalize; }
 // argmin and argmax: their result carries an index (Result::index).
 constexpr bool is_indexed(Op op) { return op_info(op).kind == OpKind::Located; }
 
@@ -253,26 +269,38 @@ using wide_sum_t = std::conditional_t<
 // reference kernels' i32 accumulator, which wraps modulo 2^32). Sums and products of f16 and
 // bf16 accumulate in f32 and return it (Native has no meaning for them: check_accumulator);
 // min and max return the input type.
-// A mapped op accumulates as its fold, count_nonzero in i64.
+// A mapped op accumulates as its fold, count_nonzero in i64, mean of integers in f64.
 template <Op O, class T, Accumulator A>
 using accumulator_t = std::conditional_t<
     map_of(O) == ElementMap::NonZero, std::int64_t,
+    std::conditional_t<
+    map_of(O) == ElementMap::Convert && std::is_integral_v<T>, double,
     std::conditional_t<is_half_v<T>,
                        std::conditional_t<fold_of(O) == Op::Sum || fold_of(O) == Op::Prod, float, T>,
-                       std::conditional_t<fold_of(O) == Op::Sum && A == Accumulator::Wide, wide_sum_t<T>, T>>>;
+                       std::conditional_t<fold_of(O) == Op::Sum && A == Accumulator::Wide, wide_sum_t<T>, T>>>>;
 
 // The type a reduction produces: the accumulator_t of (op, type, accumulator); the input type
 // for the pair ops (their value, and minmax's max).
 constexpr DType result_dtype(Op op, DType in, Accumulator acc = Accumulator::Wide) {
   if (is_pair(op)) return in;
   if (map_of(op) == ElementMap::NonZero) return DType::I64;
+  const bool converts = map_of(op) == ElementMap::Convert;
   op = fold_of(op);
   return visit_dtype(in, [&](auto t) {
     using T = decltype(t);
+    if constexpr (std::is_integral_v<T>)
+      if (converts) return DType::F64;
     if constexpr (is_half_v<T>)
       if (op == Op::Sum || op == Op::Prod) return DType::F32;
     return op == Op::Sum && acc == Accumulator::Wide ? dtype_of<wide_sum_t<T>> : dtype_of<T>;
   });
+}
+
+// The op whose kernels compute `op` over `in`: a mean of floats runs the sum's (its map changes
+// nothing there), and so shares their programs, instantiations and exact mode; the division by
+// the count follows in core (finalize_value). Every other op runs as itself.
+constexpr Op kernel_op(Op op, DType in) {
+  return map_of(op) == ElementMap::Convert && is_float(in) ? fold_of(op) : op;
 }
 
 // Whether the accumulator changes what (op, type) computes: sums of integers narrower than 64 bits.

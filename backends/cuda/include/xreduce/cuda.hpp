@@ -46,7 +46,9 @@ XR_API Result reduce(const T* dev_ptr, std::uint64_t n, Op op, cudaStream_t stre
 // an int64_t. A pair op writes its record (xreduce/semantics.hpp, aligned as its type):
 // xr::Located<T> for argmin and argmax (the value, then the int64 index), xr::Bounds<T> for
 // minmax. With options.exact, a float sum writes the correctly rounded exact sum (f32 for f16,
-// bf16 and f32; f64 for f64), rounded on the device: the same bits as reduce. nanmin and
+// bf16 and f32; f64 for f64), rounded on the device: the same bits as reduce. A mean writes the
+// sum divided by n on the device, as reduce gives it (its exact form rounds on the host: reduce
+// takes it, reduce_async throws InvalidArgument). nanmin and
 // nanmax of float types throw InvalidArgument: where the input may be all NaN they need a second
 // pass that waits for the first (reduce runs it). Argument errors throw before anything is
 // enqueued.
@@ -81,7 +83,8 @@ XR_API std::vector<KernelInfo> kernels();
 // kernel_ms); value is unused. They support options.exact for f32/f64 sums: every value is then
 // the correctly rounded exact sum of its segment (states of pieces merged and rounded on the host).
 // The asynchronous forms of segments enqueue on `stream` and return at once; exact sums throw
-// InvalidArgument.
+// InvalidArgument. A mean divides each segment's sum by its length on the device (NaN for an
+// empty segment), in both forms; it has no exact mode per segment.
 //
 // CSR segments: segment i is d_data[d_offsets[i] .. d_offsets[i + 1]), with d_offsets holding
 // n_segments + 1 values in device memory and d_data n elements. reduce_segments copies the
