@@ -4,7 +4,7 @@ __version__: str
 
 _Backend = Literal["auto", "cuda", "opencl", "omp"]
 _Op = Literal["sum", "prod", "min", "max", "argmin", "argmax", "minmax", "nansum", "nanmin", "nanmax", "count_nonzero",
-              "sumsq", "asum"]
+              "sumsq", "asum", "mean"]
 _Axis = int | tuple[int, ...] | None
 _Device = int | str | None
 
@@ -72,6 +72,8 @@ def nanmax(x: Any, axis: _Axis = None, *, backend: _Backend = "auto", device: _D
            out: Any = None) -> Any: ...
 def count_nonzero(x: Any, axis: _Axis = None, *, backend: _Backend = "auto", device: _Device = None,
                   keepdims: bool = False, out: Any = None) -> Any: ...
+def mean(x: Any, axis: _Axis = None, *, exact: bool = False, backend: _Backend = "auto", device: _Device = None,
+         keepdims: bool = False, out: Any = None) -> Any: ...
 def reduce_segments(x: Any, offsets: Any, op: _Op = "sum", *, exact: bool = False, backend: _Backend = "auto",
                     device: _Device = None) -> Any: ...
 def backends() -> list[dict[str, Any]]: ...

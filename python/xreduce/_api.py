@@ -15,7 +15,7 @@ from ._xreduce import BackendUnavailable, DeviceError, KernelBuildError, Result
 
 __all__ = [
     "sum", "prod", "min", "max", "argmin", "argmax", "minmax", "nansum", "nanmin", "nanmax", "count_nonzero",
-    "reduce_segments",
+    "mean", "reduce_segments",
     "backends", "check", "Reducer", "Result", "BackendUnavailable", "DeviceError", "KernelBuildError",
 ]
 from ._arrays import (_BACKENDS, _CONTIGUOUS_HINT, _FOLD_OF, _KDL_CUDA, _NO_IDENTITY, _Array, _acquire,
@@ -66,7 +66,7 @@ class Reducer:
                threads: int = 0, keepdims: bool = False, out=None):
         """Reduces x with op on this backend: "sum", "prod", "min", "max", "argmin", "argmax", "minmax",
         or a mapped op: "nansum", "nanmin", "nanmax", "count_nonzero", "sumsq" (sum of squares),
-        "asum" (sum of absolute values)."""
+        "asum" (sum of absolute values), "mean"."""
         return _reduce(x, op, axis, exact, self.name, self._device, keepdims, out, kernel, threads, self._reducer)
 
     def record(self, x, op: str = "sum", *, exact: bool = False, kernel: str = "auto", threads: int = 0,
@@ -147,8 +147,8 @@ def _host_lines(reducer, a: _Array, op, plan: _Plan, exact, kernel, threads):
     lines' sums of squares are summed, not squared again). Min, max, the arg ops and integer sums
     and products come out as one reduction gives them; float sums and products round in that
     order; an exact sum would round twice, so it is refused."""
-    if op == "sum" and exact and a.dtype in ("f16", "bf16", "f32", "f64"):
-        raise ValueError("an exact sum with axis=None reads the array in one piece, and this one has gaps between "
+    if op in ("sum", "mean") and exact and a.dtype in ("f16", "bf16", "f32", "f64"):
+        raise ValueError(f"an exact {op} with axis=None reads the array in one piece, and this one has gaps between "
                          f"its {'rows' if plan.order == 'C' else 'columns'}; make it contiguous first, e.g. "
                          f"{_CONTIGUOUS_HINT}")
     lines = reducer.reduce_axis(a.data, a.dtype, plan.rows, plan.cols, plan.stride, plan.order, plan.axis, op, exact,
@@ -263,6 +263,10 @@ def count_nonzero(x, axis=None, *, backend: str = "auto", device=None, keepdims:
     return _reduce(x, "count_nonzero", axis, False, backend, device, keepdims, out)
 
 
+def mean(x, axis=None, *, exact: bool = False, backend: str = "auto", device=None, keepdims: bool = False, out=None):
+    return _reduce(x, "mean", axis, exact, backend, device, keepdims, out)
+
+
 sum.__doc__ = """Sum of the elements of x (NumPy's sum), one read of the data.
 
     Differs from NumPy: i8, u8, i32 and u32 sum in 64 bits (i64, u64), as NumPy does on Linux;
@@ -315,6 +319,17 @@ count_nonzero.__doc__ = """Number of elements of x that are not zero (NumPy's co
     NaN counts (it is not zero); -0.0 does not. axis=None gives an int64 scalar, an axis an int64
     array (NumPy gives a Python int and intp).
 """ + _COMMON
+mean.__doc__ = """Mean of the elements of x (NumPy's mean): their sum divided by their count.
+
+    Floats sum as sum does (f16 and bf16 in f32, returning f32 where NumPy returns f16), then
+    the sum is divided in f64 and rounded to the result type. Integers of every width sum their
+    values converted to f64 and return f64, as NumPy's mean. The mean of nothing (an empty array
+    or a zero-size axis) is NaN, as NumPy's (without its RuntimeWarning). exact=True (floats,
+    axis=None): the exact sum divided by the count, rounded once, the correctly rounded mean:
+    the same bits on every backend. Along an axis there is no exact mode. A CUDA array's mean is
+    divided on the device, on the caller's stream; with exact=True the quotient is rounded on the
+    host, so that call waits.
+""" + _COMMON
 
 
 def reduce_segments(x, offsets, op: str = "sum", *, exact: bool = False, backend: str = "auto", device=None):
@@ -322,7 +337,8 @@ def reduce_segments(x, offsets, op: str = "sum", *, exact: bool = False, backend
 
     op: "sum", "prod", "min", "max", "argmin", "argmax" (int64 indices within each segment),
     "minmax" (a pair of arrays: minima, maxima), or a mapped op: "nansum", "nanmin", "nanmax",
-    "count_nonzero", "sumsq", "asum" (nanmin and nanmax give NaN for a segment of only NaN;
+    "count_nonzero", "sumsq", "asum", "mean" (nanmin and nanmax give NaN for a segment of only NaN;
+    mean NaN for an empty one;
     of a float CUDA x they raise ValueError). offsets: len(offsets) - 1 segments,
     non-decreasing, from 0 up to len(x) (ValueError naming the first bad position otherwise);
     int64 arrays are read in place, others converted. An empty segment gives the op's identity:

@@ -78,10 +78,11 @@ class _Array(NamedTuple):
 
 # The ops by name (xreduce/types.hpp): the folds, the pair ops and the mapped ops.
 _OPS = ("sum", "prod", "min", "max", "argmin", "argmax", "minmax", "nansum", "nanmin", "nanmax", "count_nonzero",
-        "sumsq", "asum")
+        "sumsq", "asum", "mean")
 # Ops with no value over nothing: a zero-size axis raises ValueError, as in NumPy.
 _NO_IDENTITY = ("min", "max", "argmin", "argmax", "minmax", "nanmin", "nanmax")
-# What combines the values of a mapped op over parts of an array (its fold), where not itself.
+# What combines the values of a mapped op over parts of an array (its fold), where not itself:
+# a mean's over lines of one length is the mean of their means.
 _FOLD_OF = {"sumsq": "sum", "asum": "sum", "nansum": "sum", "count_nonzero": "sum"}
 
 

@@ -208,9 +208,10 @@ def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
     if plan.kind == "lines":
         raise _not_in_place(f"{op} with axis=None of a CUDA array", a)
     if plan.kind == "flat":
-        # nanmin and nanmax of floats: an all-NaN input takes a second pass once the value is on the host.
-        all_nan_pass = op in ("nanmin", "nanmax") and a.dtype in ("f16", "bf16", "f32", "f64")
-        if a.library in _SYNCHRONOUS_RESULTS or a.library not in _DEVICE_RESULTS or all_nan_pass:
+        # nanmin and nanmax of floats: an all-NaN input takes a second pass once the value is on the host;
+        # an exact mean's quotient is rounded there.
+        on_host = (op == "mean" and exact) or (op in ("nanmin", "nanmax") and a.dtype in ("f16", "bf16", "f32", "f64"))
+        if a.library in _SYNCHRONOUS_RESULTS or a.library not in _DEVICE_RESULTS or on_host:
             results = _flat_sync(a, plan.n, op, exact, kernel)
         else:
             results = _flat_async(a, plan.n, op, exact, kernel)

@@ -76,6 +76,41 @@ def test_torch_cuda_nan_ops():
 
 
 @needs_cuda
+def test_torch_cuda_mean():
+    """A mean divided on the device, on the caller's stream; exact ones rounded on the host."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    t = torch.arange(1000, dtype=torch.float32, device="cuda")
+    m = xr.mean(t)
+    assert isinstance(m, torch.Tensor) and m.device == t.device and m.ndim == 0 and m.item() == 499.5
+    assert xr.mean(torch.arange(10, dtype=torch.int32, device="cuda")).dtype == torch.float64
+    assert math.isnan(xr.mean(torch.empty(0, device="cuda")).item())
+    x = torch.randn(300, 7, device="cuda", dtype=torch.float64)
+    for axis in (0, 1):
+        assert torch.allclose(xr.mean(x, axis=axis), x.mean(dim=axis), rtol=1e-12)
+        assert torch.allclose(xr.mean(x.T, axis=axis), x.T.mean(dim=axis), rtol=1e-12)  # Fortran order
+    off = torch.tensor([0, 10, 10, 1000], device="cuda", dtype=torch.int64)
+    seg = xr.reduce_segments(t, off, op="mean").tolist()
+    assert seg[0] == 4.5 and math.isnan(seg[1]) and seg[2] == 504.5
+    w = (torch.randn(100003, device="cuda") * 1e3).to(torch.float32)
+    host = xr.mean(w.cpu().numpy(), exact=True)  # the same bits on every backend
+    assert xr.mean(w, exact=True).item() == float(host)
+    stream = torch.cuda.Stream()
+    y = torch.ones(1 << 16, device="cuda")
+    xr.mean(y)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(1 << 31)
+        y.fill_(3.0)
+        my = xr.mean(y)
+        rows = xr.mean(y.reshape(256, 256), axis=1)
+        assert not stream.query(), "xreduce waited for the stream"
+    stream.synchronize()
+    assert my.item() == 3.0 and bool((rows == 3.0).all())
+
+
+@needs_cuda
 def test_cupy_cuda():
     cupy = pytest.importorskip("cupy")
     x = cupy.arange(1000, dtype=cupy.int32)

@@ -239,3 +239,53 @@ def test_whole_array_with_gaps(backend, dtype):
             if dtype != np.int32 and not x.flags.c_contiguous and not x.flags.f_contiguous:
                 with pytest.raises(ValueError, match="exact"):
                     xr.sum(x, exact=True, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_mean_as_numpy(backend, dtype):
+    rng = np.random.default_rng(13)
+    x2 = sample(dtype, (5, 7), rng)
+    wide = np.dtype(dtype).kind in "iu"
+    for axis in (None, 0, 1, -1):
+        for name, x in layouts(x2):
+            got = xr.mean(x, axis=axis, backend=backend)
+            # sample's values sum exactly in any order; with axis=None an array with gaps is the mean
+            # of its lines' means, rounded twice
+            want = np.mean(x.astype(np.float64), axis=axis)
+            assert np.asarray(got).dtype == (np.float64 if wide or dtype == np.float64 else np.float32), name
+            np.testing.assert_allclose(np.asarray(got, dtype=np.float64), want, rtol=1e-6 if not wide else 1e-14,
+                                       err_msg=f"mean {name} axis={axis}")
+
+
+def test_mean_edges(backend):
+    assert np.isnan(xr.mean(np.float32([]), backend=backend))
+    assert math.copysign(1, xr.mean(np.float64([]), backend=backend)) == 1  # +NaN, as NumPy's
+    assert np.isnan(xr.mean(np.int32([]), backend=backend)) and xr.mean(np.int32([]), backend=backend).dtype == np.float64
+    assert np.all(np.isnan(xr.mean(np.zeros((3, 0), dtype=np.float32), axis=1, backend=backend)))
+    big = np.int64([2**62, 2**62, 2**62])
+    assert xr.mean(big, backend=backend) == np.mean(big) == 2.0**62  # f64 accumulation: no wrap
+    assert xr.mean(np.uint8([255, 255, 1]), backend=backend) == np.mean(np.uint8([255, 255, 1]))
+    np.testing.assert_array_equal(xr.reduce_segments(np.float64([1, 2, 3, 4]), [0, 1, 1, 4], "mean", backend=backend),
+                                  [1, np.nan, 3])
+    assert np.isnan(xr.mean(np.float32([1, np.nan]), backend=backend))
+    m = np.repeat(np.float32([[1, 2], [3, 5]]), 2, axis=0)[::2]  # axis=None with gaps: the lines' means
+    assert xr.mean(m, backend=backend) == 2.75
+    with pytest.raises(ValueError, match="exact"):
+        xr.mean(m, exact=True, backend=backend)
+    with pytest.raises(ValueError, match="no exact mode"):
+        xr.mean(np.int32([1, 2]), exact=True, backend=backend)
+    with pytest.raises(ValueError, match="segmented mean"):
+        xr.mean(np.float32([[1, 2]]), axis=1, exact=True, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_exact_mean(backend, dtype):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(10001) * 10.0 ** rng.integers(-3, 3, 10001)).astype(dtype)
+    exact = sum(Fraction(float(v)) for v in x) / len(x)
+    want = np.float64(float(exact)) if dtype == np.float64 else np.float32(float(exact))
+    got = xr.mean(x, exact=True, backend=backend)
+    assert got == want and got.dtype == want.dtype
+    tie = np.float64([1.0, 2.0**-53])  # exact mean 0.5 + 2^-54: correctly rounded to 0.5
+    assert xr.mean(tie, exact=True, backend=backend) == 0.5
+    assert xr.mean(np.float64([1e308, 1e308, 1e308]), exact=True, backend=backend) == 1e308
