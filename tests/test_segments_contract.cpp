@@ -59,6 +59,27 @@ TEST_CASE("i32 sums accumulate in i64 by default; the native accumulator wraps; 
   }
 }
 
+// Exact means per segment: each segment's exact sum over its length, rounded once, every layout
+// (part of the exact sums' case, whose shard it shares).
+static void check_exact_means() {
+  RunOptions exact;
+  exact.exact = true;
+  // Empty and single-element segments, one longer than a piece (its pieces' states merge before
+  // the one division), rows and columns (strided and Fortran-order ones), wide values.
+  const std::vector<i64> offsets = offsets_of({0, 1, 7, 300, 0, 65537, 2});
+  const std::vector<Axis> axes = {{{300, 77, 80}, 0}, {{300, 77, 80}, 1}, {{40, 30, 0, Order::Fortran}, 0}, {{3, 5}, 1}};
+  for (DType t : {DType::F32, DType::F64, DType::F16}) {
+    const HostBuffer data = generate(t, static_cast<u64>(offsets.back()), Dist::Wide, 31);
+    const SegmentReference ref = reference_of(data, offsets, Op::Mean);
+    const SegmentedResult got = check_offsets_run(data, offsets, Op::Mean, "auto", "exact mean", exact, &ref);
+    CHECK(std::isnan(got.value(0).to_double()));  // empty: 0 / 0
+    CHECK(std::isnan(got.value(4).to_double()));
+    for (const Axis& a : axes) check_axis(data, a.shape, a.axis, Op::Mean, "auto", exact);
+  }
+  CHECK_THROWS_WITH_AS(entry().reduce_segments(generate(DType::I32, 10, Dist::Uniform, 1), std::vector<i64>{0, 10}, Op::Mean, exact),
+                       doctest::Contains("has no exact mode"), InvalidArgument);
+}
+
 TEST_CASE("exact sums per segment: bit for bit the host ExactSum, rows, columns and offsets, every strategy") {
   // Each value is checked twice: against reference_segments (check_segments, exact), and against
   // ExactSum over its segment on the host (exact_sums), bit for bit.
@@ -174,6 +195,7 @@ TEST_CASE("exact sums per segment: bit for bit the host ExactSum, rows, columns 
     run_axis({{rows, cols}, 0}, data, Dist::Special, {"auto"});
     run_axis({{cols, rows}, 1}, transposed, Dist::Special, {"auto"});
   }
+  check_exact_means();
 }
 
 TEST_CASE("bad arguments: one InvalidArgument naming the problem and its position") {

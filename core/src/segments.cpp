@@ -416,11 +416,13 @@ class ExactSink {
   void close_window() {
     for (std::size_t k = 0; k < sums_.size() && base_ + k < c_.layout.count; ++k) {
       unsigned char* dst = c_.value_at(base_ + k);
+      // A mean's: the exact sum over the segment's length, rounded once.
+      const std::uint64_t divisor = finalize_of(c_.op) == Finalize::None ? 1 : segment_length(c_.layout, base_ + k);
       if (c_.result_type == DType::F32) {
-        const float v = sums_[k].to_float();
+        const float v = sums_[k].quotient_to_float(divisor);
         std::memcpy(dst, &v, sizeof v);
       } else {
-        const double v = sums_[k].to_double();
+        const double v = sums_[k].quotient_to_double(divisor);
         std::memcpy(dst, &v, sizeof v);
       }
       sums_[k].clear();
@@ -437,6 +439,7 @@ class ExactSink {
 // too many binades for it through pieces, one piece each, rounded here. Whether it ran.
 bool run_short_exact_segments(Call& c) {
   const SegmentLayout& l = c.layout;
+  if (finalize_of(c.op) != Finalize::None) return false;  // a mean's quotients are rounded here, from pieces
   if (l.kind == SegmentKind::Offsets || l.length > static_cast<std::uint64_t>(kShortExactTerms) || l.span() > c.budget ||
       !c.window.in_place())  // a read source would be read once here and again for pieces where the device has no kernel
     return false;
@@ -728,21 +731,10 @@ SegmentedResult run_segments_once(SegmentDevice& device, std::string_view backen
 
 namespace {
 
-// The elements of segment i of `layout`.
-std::uint64_t segment_length(const SegmentLayout& layout, std::uint64_t i) {
-  if (layout.kind != SegmentKind::Offsets) return layout.length;
-  return static_cast<std::uint64_t>(layout.offsets[i + 1] - layout.offsets[i]);
-}
-
-// A mean of segments: exact mode rounds each segment's exact sum on its own, so it has no exact
-// quotient yet; a mean of segments in device memory needs the backend's division there
-// (`device_memory`: and this backend has none).
-void check_segment_finalize(std::string_view backend, Op op, const RunOptions& options, bool device_memory) {
+// A mean of segments in device memory needs the backend's division there (`device_memory`: and
+// this backend has none).
+void check_segment_finalize(std::string_view backend, Op op, bool device_memory) {
   if (finalize_of(op) == Finalize::None) return;
-  if (options.exact)
-    throw InvalidArgument(std::string(backend) + ": exact mode of " + std::string(to_string(op)) +
-                          " covers whole arrays; a segmented " + std::string(to_string(op)) +
-                          " is the plain one (leave exact out)");
   if (device_memory)
     throw InvalidArgument(std::string(backend) + ": " + std::string(to_string(op)) +
                           " of segments in device memory is not available on this backend: reduce a host input, or "
@@ -750,10 +742,10 @@ void check_segment_finalize(std::string_view backend, Op op, const RunOptions& o
 }
 
 // Mapped op `op`'s last step (Finalize) on every value: a mean divides each segment's sum by its
-// length (an empty segment's 0 / 0 is NaN).
-void finalize_segments(SegmentedResult& result, const SegmentLayout& layout, Op op) {
+// length (an empty segment's 0 / 0 is NaN). Exact means are divided already (ExactSink).
+void finalize_segments(SegmentedResult& result, const SegmentLayout& layout, Op op, bool exact) {
   result.record.op = op;
-  if (finalize_of(op) == Finalize::None) return;
+  if (finalize_of(op) == Finalize::None || exact) return;
   visit_dtype(result.values.type(), [&](auto t) {
     using A = decltype(t);
     if constexpr (is_float_v<A>) {
@@ -768,11 +760,11 @@ void finalize_segments(SegmentedResult& result, const SegmentLayout& layout, Op 
 
 SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
                              ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options) {
-  check_segment_finalize(backend, op, options, false);
-  if (kernel_op(op, source.type()) != op) {  // a mean of floats: the sums, then the division
+  const bool exact = options.exact && exact_applies(op, source.type());
+  if (kernel_op(op, source.type()) != op && !exact) {  // a mean of floats: the sums, then the division
     SegmentedResult result =
         run_segments(device, backend, device_name, source, layout, kernel_op(op, source.type()), options);
-    finalize_segments(result, layout, op);
+    finalize_segments(result, layout, op, false);
     return result;
   }
   SegmentedResult result = run_segments_once(device, backend, device_name, source, layout, op, options);
@@ -783,14 +775,14 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
     settle_segments_with_twin(
         result, layout, run_segments_once(device, backend, device_name, source, layout, nan_twin(op), once));
   }
-  finalize_segments(result, layout, op);
+  finalize_segments(result, layout, op, exact);
   return result;
 }
 
 Result run_device_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
                            const DeviceSegmentCall& call, const RunOptions& options) {
   SegmentLayout layout = call.layout;
-  check_segment_finalize(backend, call.op, options, !device.divides_on_device());
+  check_segment_finalize(backend, call.op, !device.divides_on_device());
   const KernelInfo k = check_segment_call(device, backend, layout, call.op, call.type, options);
   if (may_be_all_nan(call.op, call.type))
     throw InvalidArgument(std::string(backend) + ": " + std::string(to_string(call.op)) + " of " +

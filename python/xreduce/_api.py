@@ -324,11 +324,11 @@ mean.__doc__ = """Mean of the elements of x (NumPy's mean): their sum divided by
     Floats sum as sum does (f16 and bf16 in f32, returning f32 where NumPy returns f16), then
     the sum is divided in f64 and rounded to the result type. Integers of every width sum their
     values converted to f64 and return f64, as NumPy's mean. The mean of nothing (an empty array
-    or a zero-size axis) is NaN, as NumPy's (without its RuntimeWarning). exact=True (floats,
-    axis=None): the exact sum divided by the count, rounded once, the correctly rounded mean:
-    the same bits on every backend. Along an axis there is no exact mode. A CUDA array's mean is
-    divided on the device, on the caller's stream; with exact=True the quotient is rounded on the
-    host, so that call waits.
+    or a zero-size axis) is NaN, as NumPy's (without its RuntimeWarning). exact=True (floats):
+    the exact sum divided by the count, rounded once, the correctly rounded mean, of the whole
+    array or of each row or column: the same bits on every backend. A CUDA array's mean is
+    divided on the device, on the caller's stream; with exact=True the quotients are rounded on
+    the host, so that call waits.
 """ + _COMMON
 
 

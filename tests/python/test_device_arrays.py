@@ -96,6 +96,8 @@ def test_torch_cuda_mean():
     w = (torch.randn(100003, device="cuda") * 1e3).to(torch.float32)
     host = xr.mean(w.cpu().numpy(), exact=True)  # the same bits on every backend
     assert xr.mean(w, exact=True).item() == float(host)
+    rows = xr.mean(x, axis=1, exact=True)  # each row's exact mean: the same bits as on the host
+    assert rows.device == x.device and np.array_equal(rows.cpu().numpy(), xr.mean(x.cpu().numpy(), axis=1, exact=True))
     stream = torch.cuda.Stream()
     y = torch.ones(1 << 16, device="cuda")
     xr.mean(y)
