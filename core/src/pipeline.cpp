@@ -111,7 +111,6 @@ void set_exact(Result& r, const ExactSum::Raw& state, DType type) {
   r.rounding_depth = 1;
 }
 
-
 Scalar scalar_from_bytes(DType type, const void* bytes) {
   return visit_dtype(type, [&](auto t) {
     decltype(t) v;

@@ -322,8 +322,8 @@ template <class T> T combine(Op op, T a, T b) {
 }
 
 // What mapped op `op` returns of its fold's value `folded` over `count` elements (Finalize in
-// xreduce/types.hpp): mean divides by the count in f64, then rounds to A (an f32 mean rounds
-// twice, within half an ulp of f32 and 2^-29 of one more); 0 / 0 is NaN, the mean of nothing.
+// xreduce/types.hpp): mean divides by the count in f64, then rounds to A (so an f32 quotient
+// rounds twice, within 0.5 + 2^-29 ulp of f32); 0 / 0 is NaN, the mean of nothing.
 template <class A> A finalize_value(Op op, A folded, std::uint64_t count) {
   if (finalize_of(op) == Finalize::None) return folded;
   if (count == 0) return std::numeric_limits<A>::quiet_NaN();  // +NaN, as NumPy's; 0.0 / 0 is -NaN on x86
