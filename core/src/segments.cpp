@@ -762,6 +762,7 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
                              ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options) {
   const bool exact = options.exact && exact_applies(op, source.type());
   if (kernel_op(op, source.type()) != op && !exact) {  // a mean of floats: the sums, then the division
+    check_segment_call(device, backend, layout, op, source.type(), options);  // errors name the mean
     SegmentedResult result =
         run_segments(device, backend, device_name, source, layout, kernel_op(op, source.type()), options);
     finalize_segments(result, layout, op, false);
