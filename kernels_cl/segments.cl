@@ -24,7 +24,7 @@
 //   XR_BAL_K      balanced: elements each work-item adds per tile (a divisor of 32); 0: no
 //                 balanced kernels in the program (with it XR_PACK_W is a 16-byte unit)
 //   XR_SEG_EXACT  1: only xr_seg_exact, for an f32, f64, f16 or bf16 input
-//   XR_SEG_DIVIDE 1: only xr_seg_divide, a mean's values as XR_DIV_T (float or double)
+//   XR_SEG_FINALIZE 1: only xr_seg_finalize, a mapped op's last step (XR_FIN_STEP) on XR_FIN_T values
 //
 // A segment of the Offsets layout is [clamp(offsets[i], 0, n), clamp(offsets[i + 1], begin, n)):
 // the host validates offsets, and the device never reads outside [0, n) whatever they hold.

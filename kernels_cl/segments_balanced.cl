@@ -1,7 +1,7 @@
 // xreduce: the balanced kernels of segmented reductions (after segments.cl, whose header gives
 // the -D options): xr_seg_balanced and xr_seg_balanced_fixup, present where XR_BAL_K is set.
 
-#if !XR_SEG_EXACT && !XR_SEG_DIVIDE
+#if !XR_SEG_EXACT && !XR_SEG_FINALIZE
 
 // ---- balanced: tiles of the segments' elements, whatever their lengths ---------------------
 
@@ -304,4 +304,4 @@ __kernel void xr_seg_balanced_fixup(__global const out_t* carry, __global const 
 }
 #endif  // XR_BAL_K
 
-#endif  // !XR_SEG_EXACT && !XR_SEG_DIVIDE
+#endif  // !XR_SEG_EXACT && !XR_SEG_FINALIZE

@@ -1,7 +1,7 @@
 // xreduce: the columns kernel of segmented reductions (after segments.cl, whose header gives the
 // -D options): xr_seg_columns.
 
-#if !XR_SEG_EXACT && !XR_SEG_DIVIDE
+#if !XR_SEG_EXACT && !XR_SEG_FINALIZE
 
 // ---- columns -------------------------------------------------------------------------------
 
@@ -55,4 +55,4 @@ __kernel void xr_seg_columns(__global const in_t* in, ulong offset, ulong rows, 
   }
 }
 
-#endif  // !XR_SEG_EXACT && !XR_SEG_DIVIDE
+#endif  // !XR_SEG_EXACT && !XR_SEG_FINALIZE

@@ -1,7 +1,7 @@
 // xreduce: the CPU kernels of segmented reductions (after segments.cl, whose header gives the
 // -D options): xr_seg_serial, xr_seg_serial_fixup and xr_seg_columns_serial (the serial strategy).
 
-#if !XR_SEG_EXACT && !XR_SEG_DIVIDE
+#if !XR_SEG_EXACT && !XR_SEG_FINALIZE
 
 // ---- CPU devices: one work-item per block --------------------------------------------------
 
@@ -244,4 +244,4 @@ __kernel void xr_seg_columns_serial(__global const in_t* in, ulong offset, ulong
   }
 }
 
-#endif  // !XR_SEG_EXACT && !XR_SEG_DIVIDE
+#endif  // !XR_SEG_EXACT && !XR_SEG_FINALIZE

@@ -2,7 +2,7 @@
 // -D options): xr_seg_team (lanes, workgroup, multigroup, binned) and xr_seg_plan (binned and
 // multigroup on offsets).
 
-#if !XR_SEG_EXACT && !XR_SEG_DIVIDE
+#if !XR_SEG_EXACT && !XR_SEG_FINALIZE
 
 // ---- teams: XR_TEAM work-items per item ----------------------------------------------------
 
@@ -239,4 +239,4 @@ __kernel void xr_seg_plan(__global const long* offsets, ulong n, ulong count, lo
   }
 }
 
-#endif  // !XR_SEG_EXACT && !XR_SEG_DIVIDE
+#endif  // !XR_SEG_EXACT && !XR_SEG_FINALIZE

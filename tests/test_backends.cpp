@@ -391,6 +391,20 @@ TEST_CASE("mapped ops: what NumPy gives on small inputs") {
       Scalar::of(static_cast<float>((1 + 0x1p-23) / 3))));
   CHECK_THROWS_WITH_AS(r->reduce(filled(DType::I32, {1}, 1).view(), Op::Mean, exact),
                        doctest::Contains("the mean of i32 sums its values in f64"), InvalidArgument);
+  // any and all: count_nonzero's count tested, 1 or 0 in i64; NaN is nonzero, -0 is zero; any of
+  // nothing 0, all of nothing 1 (as NumPy's).
+  const Scalar yes = Scalar::of<std::int64_t>(1), no = Scalar::of<std::int64_t>(0);
+  CHECK(value(Op::Any, DType::F32, {0, -0.0}).same_bits(no));
+  CHECK(value(Op::Any, DType::F32, {0, nan, -0.0}).same_bits(yes));
+  CHECK(value(Op::All, DType::F64, {1, nan, -2}).same_bits(yes));
+  CHECK(value(Op::All, DType::F16, {1, -0.0, 3}).same_bits(no));
+  CHECK(value(Op::Any, DType::U8, {0, 0, 255}).same_bits(yes));
+  CHECK(value(Op::All, DType::I64, {-1, 0x1p62, 1}).same_bits(yes));
+  CHECK(value(Op::All, DType::I8, {-128, 0}).same_bits(no));
+  CHECK(r->reduce(HostBuffer(DType::F32, 0).view(), Op::Any).value.same_bits(no));
+  CHECK(r->reduce(HostBuffer(DType::U8, 0).view(), Op::All).value.same_bits(yes));
+  CHECK_THROWS_WITH_AS(r->reduce(filled(DType::F32, {1}, 1).view(), Op::All, exact), doctest::Contains("no exact mode"),
+                       InvalidArgument);
 }
 
 TEST_CASE("kernels() describes a usable ladder") {

@@ -411,7 +411,7 @@ TEST_CASE("special values per segment: NaN, infinities, -0, type limits") {
 
 // The mapped ops per segment, on rows, columns and CSR segments, against the reference: a row, a
 // column and a segment wholly NaN (nanmin and nanmax give NaN there, as NumPy's, nansum +0,
-// count_nonzero its length), NaN and -0 elsewhere, empty segments (the fold's empty value).
+// count_nonzero its length, any and all 1), NaN and -0 elsewhere, empty segments (the fold's empty value).
 // Floats from Dist::Uniform (a special family may overflow a sum in one order and not another);
 // integers from Dist::Special (squares and |lowest| wrap, in any order alike). nanmin and nanmax of floats in device memory are refused: the all-NaN pass runs on the host.
 TEST_CASE("mapped ops per segment: NaN, all-NaN, -0 and empty segments, on every strategy that takes them") {
@@ -483,7 +483,8 @@ TEST_CASE("mapped ops per segment: NaN, all-NaN, -0 and empty segments, on every
         const double v = got.value(nan_one).f;
         const u64 length = kind == SegmentKind::Offsets ? 3 : kind == SegmentKind::Rows ? 13 : 97;
         if (fold_of(op) != Op::Sum || map_of(op) != ElementMap::SkipNaN) {
-          if (map_of(op) == ElementMap::NonZero) CHECK_MESSAGE(got.value(nan_one).i == static_cast<i64>(length), what);
+          if (map_of(op) == ElementMap::NonZero)  // every element counts: the count, any and all 1
+            CHECK_MESSAGE(got.value(nan_one).i == finalize_value(op, static_cast<i64>(length), length), what);
           else CHECK_MESSAGE(std::isnan(v), what, ": ", v);
         } else {
           CHECK_MESSAGE(v == 0, what, ": ", v);

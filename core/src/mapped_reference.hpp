@@ -59,7 +59,10 @@ template <class T> class MappedReference {
       ref.value = n_ == 0 ? empty_scalar(op_, out) : detail::round_exact(sum_.raw(), out);
       ref.magnitude = magnitude_;
     } else {
-      ref.value = visit_dtype(out, [&](auto t) { return Scalar::of(static_cast<decltype(t)>(bits_)); });
+      ref.value = visit_dtype(out, [&](auto t) {
+        using A = decltype(t);
+        return Scalar::of(finalize_value(op_, static_cast<A>(bits_), n_));  // any and all test the count
+      });
     }
     return ref;
   }

@@ -285,7 +285,7 @@ void finalize_result(Result& r, Op op, DType type, std::uint64_t n) {
     using A = decltype(t);
     return Scalar::of(finalize_value(op, r.value.as<A>(), n));
   });
-  r.rounding_depth += 1;
+  if (finalize_of(op) == Finalize::DivideByCount) r.rounding_depth += 1;
 }
 
 Result Reducer::reduce(HostArray in, Op op, const RunOptions& options) {
@@ -311,7 +311,7 @@ Result Reducer::reduce(ChunkSource& source, Op op, const RunOptions& options) {
     throw InvalidArgument(backend() + ": a resident input of " + format_bytes(bytes) +
                           " does not fit the device memory limit of " + format_bytes(options.device_mem_limit) +
                           " (the streamed host path takes any size)");
-  // A mean of floats runs as their sum, and is divided by the count below.
+  // A mean of floats runs as their sum, and is divided by the count below; any and all count.
   const Op run = kernel_op(op, source.type());
   Result r;
   if (source.size() == 0) {  // nothing to stage or reduce: the op's empty value

@@ -155,12 +155,12 @@ class SegmentDevice {
     (void)data, (void)n, (void)type, (void)layout, (void)out, (void)missed, (void)options;
     return std::nullopt;
   }
-  // A mean's last step on a device job's output (Finalize::DivideByCount), in order after the
-  // job: each of job.layout.count values of job.result_type divided by its segment's length, as
-  // finalize_value does. Backends that have it say so; core refuses a mean of segments in device
-  // memory on the others.
-  virtual bool divides_on_device() const { return false; }
-  virtual void divide_by_count(const SegmentJob& job) { (void)job; }
+  // A mapped op's last step on a device job's output (Finalize: a mean's division, any's and all's
+  // test of the count), in order after the job: each of job.layout.count values of
+  // job.result_type through finalize_folded with its segment's length, as finalize_value does.
+  // Backends that have a step say so; core refuses the op's segments in device memory on the others.
+  virtual bool finalizes_on_device(Finalize step) const { return step == Finalize::None; }
+  virtual void finalize(const SegmentJob& job, Finalize step) { (void)job, (void)step; }
   // Copies between the device's memory and the host, in order with the work enqueued before, and
   // waits for them; the copy's time in ms. A host-memory device (OpenMP) copies with memcpy.
   virtual double read(Memory from, void* to, std::uint64_t bytes) = 0;

@@ -731,29 +731,27 @@ SegmentedResult run_segments_once(SegmentDevice& device, std::string_view backen
 
 namespace {
 
-// A mean of segments in device memory needs the backend's division there (`device_memory`: and
-// this backend has none).
-void check_segment_finalize(std::string_view backend, Op op, bool device_memory) {
-  if (finalize_of(op) == Finalize::None) return;
-  if (device_memory)
-    throw InvalidArgument(std::string(backend) + ": " + std::string(to_string(op)) +
-                          " of segments in device memory is not available on this backend: reduce a host input, or "
-                          "sum the segments and divide by their lengths");
+// Segments in device memory of an op with a last step need the backend's step there.
+void check_segment_finalize(const SegmentDevice& device, std::string_view backend, Op op) {
+  if (device.finalizes_on_device(finalize_of(op))) return;
+  throw InvalidArgument(std::string(backend) + ": " + std::string(to_string(op)) +
+                        " of segments in device memory is not available on this backend: reduce a host input, or " +
+                        (finalize_of(op) == Finalize::DivideByCount ? "sum the segments and divide by their lengths"
+                                                                     : "count their nonzero elements"));
 }
 
 // Mapped op `op`'s last step (Finalize) on every value: a mean divides each segment's sum by its
-// length (an empty segment's 0 / 0 is NaN). Exact means are divided already (ExactSink).
+// length (an empty segment's 0 / 0 is NaN), any and all test its count. Exact means are divided
+// already (ExactSink).
 void finalize_segments(SegmentedResult& result, const SegmentLayout& layout, Op op, bool exact) {
   result.record.op = op;
   if (finalize_of(op) == Finalize::None || exact) return;
   visit_dtype(result.values.type(), [&](auto t) {
     using A = decltype(t);
-    if constexpr (is_float_v<A>) {
-      A* v = static_cast<A*>(result.values.data());
-      for (std::uint64_t i = 0; i < layout.count; ++i) v[i] = finalize_value(op, v[i], segment_length(layout, i));
-    }
+    A* v = static_cast<A*>(result.values.data());
+    for (std::uint64_t i = 0; i < layout.count; ++i) v[i] = finalize_value(op, v[i], segment_length(layout, i));
   });
-  result.rounding_depth += 1;
+  if (finalize_of(op) == Finalize::DivideByCount) result.rounding_depth += 1;
 }
 
 }  // namespace
@@ -761,7 +759,7 @@ void finalize_segments(SegmentedResult& result, const SegmentLayout& layout, Op 
 SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
                              ChunkSource& source, const SegmentLayout& layout, Op op, const RunOptions& options) {
   const bool exact = options.exact && exact_applies(op, source.type());
-  if (kernel_op(op, source.type()) != op && !exact) {  // a mean of floats: the sums, then the division
+  if (kernel_op(op, source.type()) != op && !exact) {  // mean of floats, any, all: a fold, then its last step
     check_segment_call(device, backend, layout, op, source.type(), options);  // errors name the mean
     SegmentedResult result =
         run_segments(device, backend, device_name, source, layout, kernel_op(op, source.type()), options);
@@ -783,7 +781,7 @@ SegmentedResult run_segments(SegmentDevice& device, std::string_view backend, co
 Result run_device_segments(SegmentDevice& device, std::string_view backend, const std::string& device_name,
                            const DeviceSegmentCall& call, const RunOptions& options) {
   SegmentLayout layout = call.layout;
-  check_segment_finalize(backend, call.op, !device.divides_on_device());
+  check_segment_finalize(device, backend, call.op);
   const KernelInfo k = check_segment_call(device, backend, layout, call.op, call.type, options);
   if (may_be_all_nan(call.op, call.type))
     throw InvalidArgument(std::string(backend) + ": " + std::string(to_string(call.op)) + " of " +
@@ -813,7 +811,7 @@ Result run_device_segments(SegmentDevice& device, std::string_view backend, cons
   }
 
   SegmentJob job;
-  job.op = kernel_op(call.op, call.type);  // a mean of floats: the sums, divided below
+  job.op = kernel_op(call.op, call.type);  // a mean of floats, any, all: a fold, its last step below
   job.type = call.type;
   job.result_type = result_type;
   job.options = options;
@@ -823,10 +821,10 @@ Result run_device_segments(SegmentDevice& device, std::string_view backend, cons
   job.offsets = call.offsets;
   job.out = call.out;
   job.synchronous = call.synchronous;
-  const bool divides = finalize_of(call.op) != Finalize::None;
+  const Finalize last = finalize_of(call.op);
   if (!call.synchronous) {
     if (layout.count) device.reduce(job);
-    if (layout.count && divides) device.divide_by_count(job);
+    if (layout.count && last != Finalize::None) device.finalize(job, last);
     return r;
   }
 
@@ -847,10 +845,10 @@ Result run_device_segments(SegmentDevice& device, std::string_view backend, cons
     r.transfer_ms += o.transfer_ms;
     r.chunks = 1;
     r.rounding_depth = o.depth;
-    if (divides) {
-      device.divide_by_count(job);
+    if (last != Finalize::None) {
+      device.finalize(job, last);
       r.launches += 1;
-      r.rounding_depth += 1;
+      if (last == Finalize::DivideByCount) r.rounding_depth += 1;
     }
   }
   fill_record(r, backend, device_name, layout, call.op, call.type, options);

@@ -293,6 +293,9 @@ Part partition(MPI_Comm comm, std::uint64_t n, double weight) {
 
 namespace {
 template <class Input> Reference distributed_reference(MPI_Comm comm, Input& local, std::uint64_t n, DType type, Op op, Accumulator acc) {
+  // any and all: the ranks' nonzero counts, combined, then tested against the total count.
+  const Op counted = op;
+  if (tests_count(op)) op = kernel_op(op, type);
   detail::Part part;
   part.op = op;
   try {
@@ -332,6 +335,10 @@ template <class Input> Reference distributed_reference(MPI_Comm comm, Input& loc
     sum.merge_raw(*c.exact_state);
     ref.value = c.value.type == DType::F32 ? Scalar::of(sum.quotient_to_float(c.n)) : Scalar::of(sum.quotient_to_double(c.n));
     ref.magnitude = c.n ? c.magnitude / static_cast<double>(c.n) : 0.0;
+  }
+  if (counted != op) {
+    ref.op = counted;
+    ref.value = Scalar::of(finalize_value(counted, c.value.i, c.n));
   }
   return ref;
 }

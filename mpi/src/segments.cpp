@@ -21,6 +21,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// What to run instead of an op with a last step that ranks do not combine yet, whose parts'
+// lengths are `lengths`.
+std::string last_step_hint(Op op, const std::string& lengths) {
+  if (finalize_of(op) == Finalize::DivideByCount) return "reduce the sums, and divide by " + lengths;
+  return "reduce with count_nonzero, and compare the counts with " + lengths;
+}
+
 // Columns an exchange of column partials carries at a time (bounds its buffers and MPI's int
 // counts of bytes).
 constexpr std::uint64_t kBandColumns = std::uint64_t{1} << 12;
@@ -288,8 +295,8 @@ GlobalSegments reduce_segments(MPI_Comm comm, xr::Reducer& local, HostArray in, 
     if (options.exact && is_pair(op))
       throw InvalidArgument("mpi: reduce_segments: exact mode does not apply to " + std::string(to_string(op)));
     if (finalize_of(op) != Finalize::None)
-      throw InvalidArgument("mpi: reduce_segments: " + std::string(to_string(op)) +
-                            " is not combined across ranks yet: reduce the sums, and divide by the segments' lengths");
+      throw InvalidArgument("mpi: reduce_segments: " + std::string(to_string(op)) + " is not combined across ranks yet: " +
+                            last_step_hint(op, "the segments' lengths"));
   } catch (...) {
     bad = std::current_exception();
   }
@@ -410,7 +417,7 @@ GlobalSegments reduce_axis(MPI_Comm comm, xr::Reducer& local, const HostMatrix& 
       throw InvalidArgument("mpi: reduce_axis: exact mode does not apply to " + std::string(to_string(op)));
     if (finalize_of(op) != Finalize::None && axis == 0)
       throw InvalidArgument("mpi: reduce_axis: " + std::string(to_string(op)) +
-                            " of columns is not combined across ranks yet: reduce the sums, and divide by the rows");
+                            " of columns is not combined across ranks yet: " + last_step_hint(op, "the rows"));
   } catch (...) {
     bad = std::current_exception();
   }

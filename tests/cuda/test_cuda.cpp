@@ -377,7 +377,7 @@ TEST_CASE("mapped ops: which rungs take them, what reduce_async and the segments
   DevBuf<double> out(1);
   CHECK_THROWS_AS(xr::cuda::reduce_async(d.p, h.size(), Op::NanMin, out.p), xr::InvalidArgument);
   CHECK_THROWS_AS(xr::cuda::reduce_async(d.p, h.size(), Op::NanMax, out.p), xr::InvalidArgument);
-  for (Op op : {Op::SumSq, Op::ASum, Op::NanSum, Op::CountNonzero}) {
+  for (Op op : {Op::SumSq, Op::ASum, Op::NanSum, Op::CountNonzero, Op::Any, Op::All}) {
     xr::cuda::reduce_async(d.p, h.size(), op, out.p);
     xr::cuda::synchronize();
     const xr::Result sync = xr::cuda::reduce(d.p, h.size(), op);
@@ -429,7 +429,9 @@ TEST_CASE("mapped ops: which rungs take them, what reduce_async and the segments
   const Want wants[] = {{Op::SumSq, {25, nan}, nan},
                         {Op::ASum, {7, nan}, nan},
                         {Op::NanSum, {-1, 1.5}, 0.5},
-                        {Op::CountNonzero, {2, 2}, 4}};
+                        {Op::CountNonzero, {2, 2}, 4},
+                        {Op::Any, {1, 1}, 1},
+                        {Op::All, {1, 0}, 0}};
   // The first `count` values in segment_out, of op's result type over f32.
   const auto written = [&](Op op, std::size_t count) {
     std::vector<double> v(count);

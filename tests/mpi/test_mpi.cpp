@@ -178,6 +178,21 @@ TEST_CASE("mapped ops across ranks: one process's value, ranks of NaNs alone lef
   if (size > 1) CHECK(std::isnan(reducer.reduce(std::span<const double>(nans), xr::Op::NanMin).result.value.f));
   CHECK(reducer.reduce(std::span<const double>(nans), xr::Op::NanSum).result.value.f == 0.0);
   CHECK(reducer.reduce(std::span<const double>(nans), xr::Op::CountNonzero).result.value.i == 3 * (size - 1));
+  // any and all: the ranks' counts, tested against the total count (NaN is nonzero; rank 0 holds
+  // nothing above, which changes neither); the distributed reference agrees.
+  CHECK(reducer.reduce(std::span<const double>(nans), xr::Op::All).result.value.i == 1);
+  std::vector<double> ones(3, 1.0);
+  if (rank == size - 1) ones[1] = -0.0;
+  const auto truth = [&](const std::vector<double>& v, xr::Op op) {
+    const std::int64_t got = reducer.reduce(std::span<const double>(v), op).result.value.i;
+    CHECK(xr::mpi::reference_reduce(MPI_COMM_WORLD, xr::HostArray::of(std::span<const double>(v)), op).value.i == got);
+    return got;
+  };
+  CHECK(truth(ones, xr::Op::All) == 0);
+  CHECK(truth(ones, xr::Op::Any) == 1);
+  const std::vector<double> zeros(rank == 0 ? 0 : 2, 0.0);
+  CHECK(truth(zeros, xr::Op::Any) == 0);
+  CHECK(truth(zeros, xr::Op::All) == (size == 1 ? 1 : 0));
 }
 
 TEST_CASE("mean across ranks: the ranks' sums over the total count; exact: one process's bits") {

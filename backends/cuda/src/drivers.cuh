@@ -33,7 +33,7 @@ template <class Rung> constexpr bool maps_elements() {
 // What the first pass of mapped op O over T reads: T itself where O's map leaves every value of
 // T as it is (NaN skipping on integers, abs of unsigned integers), so the fold's instantiation
 // serves; the unsigned integer of the same width for count_nonzero (the same bits are nonzero);
-// Mapped<T, O> otherwise.
+// Mapped<T, O> otherwise, read as the op whose kernels run O (any and all as count_nonzero).
 template <Op O, class T>
 using mapped_input_t = std::conditional_t<
     (map_of(O) == ElementMap::SkipNaN && !is_float_v<T>) || (map_of(O) == ElementMap::Abs && std::is_unsigned_v<T>) ||
@@ -41,7 +41,7 @@ using mapped_input_t = std::conditional_t<
     T,
     Mapped<typename std::conditional_t<map_of(O) == ElementMap::NonZero && std::is_integral_v<T>, std::make_unsigned<T>,
                                        std::type_identity<T>>::type,
-           O>>;
+           kernel_mapped_op<O, T>>>;
 
 // entry.fn[Slot][T][accumulator] = &Rung::run<In, accumulator_t<Slot, T, A>, Fold>. Where Wide
 // and Native give one accumulator, both point to one instantiation.

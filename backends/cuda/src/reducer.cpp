@@ -32,7 +32,9 @@ Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType ty
                  const RunOptions& opt, void* out) {
   Prepared p;
   p.entry = &rung(opt.kernel);
-  check_request(p.entry->info, op, type, n, "cuda", opt);
+  check_request(p.entry->info, op, type, n, "cuda", opt);  // errors name the op asked for
+  const bool exact = opt.exact && exact_applies(op, type);
+  op = kernel_op(op, type);  // a mean of floats runs as their sum, any and all as count_nonzero
   const BlockRule& blocks = p.entry->info.blocks;
   const unsigned block = opt.block_size ? opt.block_size : blocks.preferred;
   if (!blocks.accepts(block))
@@ -44,7 +46,7 @@ Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType ty
                           " on " + std::string(to_string(type)));
   p.op = op;
   p.type = type;
-  p.exact = opt.exact && exact_applies(op, type);
+  p.exact = exact;
   p.result_type = result_dtype(op, type, opt.accumulator);
   p.launch.in = in;
   p.launch.n = n;
@@ -203,8 +205,8 @@ Result reduce(const T* dev_ptr, std::uint64_t n, Op op, cudaStream_t stream, con
   DeviceGuard guard(device);
   DeviceState& ds = device_state(device);
   Workspace& ws = ds.workspace(stream);
-  // A mean of floats runs as their sum; the division by the count follows on the host.
-  const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, kernel_op(op, dtype_of<T>), options, ws.result_slot());
+  // A mean of floats runs as their sum, any and all as count_nonzero; their last step follows on the host.
+  const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, op, options, ws.result_slot());
   Result r = run_timed(ds, ws, p, options);
   xr::finalize_result(r, op, dtype_of<T>, n);
   xr::detail::fill_identity(r, "cuda", n, op, dtype_of<T>);
@@ -232,8 +234,7 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
                           std::string(to_string(dtype_of<T>)) + ": where the input may be all NaN (NaN, not " +
                           (fold_of(op) == Op::Min ? "+inf" : "-inf") +
                           "), a second pass must follow the first once its value is on the host: use reduce()");
-  const bool divides = finalize_of(op) != Finalize::None;
-  if (divides && options.exact)
+  if (finalize_of(op) == Finalize::DivideByCount && options.exact)
     throw InvalidArgument("cuda: reduce_async does not take an exact " + std::string(to_string(op)) +
                           ": the exact sum's quotient is rounded on the host: use reduce()");
   const int out_device = device_of(dev_result, "result");
@@ -249,7 +250,7 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
   DeviceGuard guard(out_device);
   DeviceState& ds = device_state(out_device);
   Workspace& ws = ds.workspace(stream);
-  const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, kernel_op(op, dtype_of<T>), options, dev_result);
+  const Prepared p = prepare(ds, ws, dev_ptr, n, dtype_of<T>, op, options, dev_result);
   if (p.exact) {  // rounded on the device by the exact kernel's last block
     const unsigned block = options.block_size ? options.block_size : kExactDefaultBlock;
     enqueue_exact_sum(p.type, p.launch.in, p.launch.n, ws.stream(), ws.exact_accumulator(), block, options.grid_size,
@@ -257,7 +258,7 @@ void reduce_async(const T* dev_ptr, std::uint64_t n, Op op, void* dev_result, cu
     return;
   }
   p.fn(p.launch);
-  if (divides) launch_divide_by_count(p.result_type, dev_result, 1, n, nullptr, n, ws.stream());  // the mean
+  launch_finalize(finalize_of(op), p.result_type, dev_result, 1, n, nullptr, n, ws.stream());  // mean, any, all
 }
 
 template <class T>

@@ -282,10 +282,10 @@ std::optional<SegmentOutcome> Segments::exact_short_segments(Memory data, std::u
   return o;
 }
 
-void Segments::divide_by_count(const SegmentJob& job) {
+void Segments::finalize(const SegmentJob& job, Finalize step) {
   const SegmentLayout& l = job.layout;
   const auto* offsets = l.kind == SegmentKind::Offsets ? static_cast<const std::int64_t*>(device_pointer(job.offsets)) : nullptr;
-  launch_divide_by_count(job.result_type, device_pointer(job.out), l.count, l.length, offsets, job.n, scratch_.stream());
+  launch_finalize(step, job.result_type, device_pointer(job.out), l.count, l.length, offsets, job.n, scratch_.stream());
   if (job.synchronous) check(cudaStreamSynchronize(scratch_.stream()), "cudaStreamSynchronize");
 }
 

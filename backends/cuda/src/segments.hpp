@@ -34,8 +34,8 @@ class Segments final : public xr::detail::SegmentDevice {
                                                                 const SegmentLayout& layout, xr::detail::Memory out,
                                                                 std::vector<std::uint64_t>& missed,
                                                                 const RunOptions& options) override;
-  bool divides_on_device() const override { return true; }
-  void divide_by_count(const xr::detail::SegmentJob& job) override;
+  bool finalizes_on_device(Finalize) const override { return true; }
+  void finalize(const xr::detail::SegmentJob& job, Finalize step) override;
   double read(xr::detail::Memory from, void* to, std::uint64_t bytes) override;
   double write(const void* from, xr::detail::Memory to, std::uint64_t bytes) override;
 
@@ -56,11 +56,12 @@ void launch_exact_short_segments(DType type, const void* data, u64 count, u64 le
                                 unsigned long long* missed_count, unsigned long long* missed, u64 capacity,
                                 cudaStream_t stream);
 
-// A mean's last step (Finalize::DivideByCount) on the device: `count` f32 or f64 values, each
-// divided by its segment's length (`length`, or the difference of the device's `offsets`,
-// clamped to [0, n] as the segment kernels clamp them); divide.cu.
-void launch_divide_by_count(DType type, void* values, u64 count, u64 length, const std::int64_t* offsets, u64 n,
-                            cudaStream_t stream);
+// A mapped op's last step (Finalize) on the device: `count` values (a mean's f32 or f64, any's
+// and all's i64), each through finalize_folded with its segment's length (`length`, or the
+// difference of the device's `offsets`, clamped to [0, n] as the segment kernels clamp them);
+// finalize.cu.
+void launch_finalize(Finalize step, DType type, void* values, u64 count, u64 length, const std::int64_t* offsets, u64 n,
+                     cudaStream_t stream);
 
 // The Segments of the device-pointer API for (device, stream), made on first use and kept.
 Segments& segment_device(int device, cudaStream_t stream);

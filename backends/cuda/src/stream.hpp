@@ -24,6 +24,8 @@ struct Prepared {
   DType result_type = DType::I64;
   bool exact = false;  // an f32/f64 sum in exact mode: the exact kernel (exact.cu) instead of fn
 };
+// The launch of op over n elements of `type` at `in` into `out`: checked as `op`, run as its
+// kernel_op (a mean of floats as their sum, any and all as count_nonzero).
 Prepared prepare(DeviceState& ds, Workspace& ws, const void* in, u64 n, DType type, Op op, const RunOptions& opt,
                  void* out);
 

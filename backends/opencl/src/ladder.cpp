@@ -397,7 +397,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps.name + " does not offer");
   const std::vector<Rung>& table = rung_table_of(device);
   const Rung& asked = find_rung(table, opt.kernel);
-  check_request(asked.info, rq.op, rq.type, rq.n, "opencl", opt);
+  check_request(asked.info, rq.asked.value_or(rq.op), rq.type, rq.n, "opencl", opt);
   const bool exact = opt.exact && exact_applies(rq.op, rq.type);
   const bool automatic = asked.info.kind == KernelKind::Auto;
   const bool pair = is_pair(rq.op);

@@ -24,9 +24,15 @@ std::string exact_options(DType type) {
   return program_options(type, type, Op::Sum, 1, Tree::Sequential, Finish::Partials) + " -DXR_SEG_EXACT=1";
 }
 
-std::string divide_options(DType type) {
-  return program_options(DType::F64, DType::F64, Op::Sum, 1, Tree::Sequential, Finish::Partials) +
-         " -DXR_SEG_DIVIDE=1 -DXR_DIV_T=" + (type == DType::F64 ? "double" : "float");
+std::string finalize_options(Finalize step, DType type) {
+  if (step == Finalize::DivideByCount && (type == DType::F32 || type == DType::F64))  // the quotient in double
+    return program_options(DType::F64, DType::F64, Op::Sum, 1, Tree::Sequential, Finish::Partials) +
+           " -DXR_SEG_FINALIZE=1 -DXR_FIN_STEP=1 -DXR_FIN_T=" + (type == DType::F64 ? "double" : "float");
+  if ((step == Finalize::IsPositive || step == Finalize::EqualsCount) && type == DType::I64)
+    return program_options(DType::I64, DType::I64, Op::Sum, 1, Tree::Sequential, Finish::Partials) +
+           " -DXR_SEG_FINALIZE=1 -DXR_FIN_T=long -DXR_FIN_STEP=" + std::to_string(static_cast<int>(step));
+  throw InvalidArgument("opencl: no last step on the device for values of " + std::string(to_string(type)) +
+                        " (a mean's are f32 or f64, any's and all's i64)");
 }
 
 cl_mem Setting::scratch(SegmentBuffers::Role role, std::size_t bytes) const {

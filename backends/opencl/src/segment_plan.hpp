@@ -35,8 +35,9 @@ struct Build {
 std::string build_options(DType in, DType acc, Op op, const Build& b);
 // The program of xr_seg_exact for a float input type.
 std::string exact_options(DType type);
-// The options of xr_seg_divide over values of `type` (f32 or f64): double enabled for the quotient.
-std::string divide_options(DType type);
+// The options of xr_seg_finalize: step `step` over values of `type` (a mean's f32 or f64, with
+// double enabled for the quotient; any's and all's i64).
+std::string finalize_options(Finalize step, DType type);
 
 // ---- the setting and the plan ------------------------------------------------------------------
 

@@ -371,14 +371,15 @@ SegmentOutcome Segments::exact_pieces(Memory data, std::uint64_t n, DType type, 
   return out;
 }
 
-void Segments::divide_by_count(const SegmentJob& job) {
+void Segments::finalize(const SegmentJob& job, Finalize step) {
   const SegmentLayout& l = job.layout;
-  if (l.count == 0) return;
-  CachedKernel& k = cached_kernel(context_, caps_->device, kSegmentsSource, divide_options(job.result_type), "xr_seg_divide");
+  if (l.count == 0 || step == Finalize::None) return;
+  CachedKernel& k =
+      cached_kernel(context_, caps_->device, kSegmentsSource, finalize_options(step, job.result_type), "xr_seg_finalize");
   Launch st;
-  st.name = "xr_seg_divide";
+  st.name = "xr_seg_finalize";
   st.kernel = &k;
-  st.local = choose_work_group(0, group_limit(k, *caps_, 0), policy::kExactWorkGroup, *caps_, "xr_seg_divide");
+  st.local = choose_work_group(0, group_limit(k, *caps_, 0), policy::kExactWorkGroup, *caps_, "xr_seg_finalize");
   st.global = static_cast<std::size_t>(std::min(ceil_div(l.count, st.local), max_groups(st.local))) * st.local;
   const bool by_offsets = l.kind == SegmentKind::Offsets;
   st.args = {value_arg(static_cast<cl_mem>(const_cast<void*>(job.out.handle))), value_arg(cl_ulong{l.count}),
@@ -387,7 +388,7 @@ void Segments::divide_by_count(const SegmentJob& job) {
              value_arg(cl_ulong{job.n}), value_arg(cl_int{by_offsets})};
   EventChain chain;
   enqueue(queue_, st, chain);
-  if (job.synchronous) check(clWaitForEvents(1, chain.events.data()), "clWaitForEvents", "the mean's division");
+  if (job.synchronous) check(clWaitForEvents(1, chain.events.data()), "clWaitForEvents", "a mapped op's last step");
 }
 
 }  // namespace xr::opencl::detail

@@ -72,9 +72,10 @@ class Segments final : public xr::detail::SegmentDevice {
   xr::detail::SegmentOutcome exact_pieces(xr::detail::Memory data, std::uint64_t n, DType type,
                                           std::span<const xr::detail::ExactPiece> pieces, std::int64_t* words,
                                           const RunOptions& options) override;
-  // A mean's division on the device takes double (the quotient as the host takes it).
-  bool divides_on_device() const override { return caps_->fp64; }
-  void divide_by_count(const xr::detail::SegmentJob& job) override;
+  // A mean's division on the device takes double (the quotient as the host takes it); any's and
+  // all's tests take long.
+  bool finalizes_on_device(Finalize step) const override { return step != Finalize::DivideByCount || caps_->fp64; }
+  void finalize(const xr::detail::SegmentJob& job, Finalize step) override;
   double read(xr::detail::Memory from, void* to, std::uint64_t bytes) override;
   double write(const void* from, xr::detail::Memory to, std::uint64_t bytes) override;
 

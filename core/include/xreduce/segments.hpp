@@ -16,6 +16,8 @@
 // | argmax | max's value (-inf, the type's lowest), index -1          |
 // | minmax | min +inf / type maximum, max -inf / type lowest          |
 // | mean   | NaN (0 / 0, as NumPy's mean of nothing)                  |
+// | any    | 0 (no nonzero element)                                   |
+// | all    | 1 (every element of none is nonzero, as NumPy's)         |
 // (a mapped op's is its fold's: nanmin as min, count_nonzero 0)
 //
 // A non-empty segment's value is the whole-array reduction of its elements (xreduce/semantics.hpp):

@@ -17,6 +17,8 @@
 // | sumsq, asum, nansum | as sum | +0 / 0 | the sum of x*x, |x|, or x with NaN as +0     |
 // | nanmin, nanmax | as min, max   | EmptyInput   | NaNs skipped; NaN where all are NaN       |
 // | count_nonzero | 0              | 0            | i64 count of x != 0 (NaN counts)          |
+// | mean          | as sum         | NaN          | the sum over the count, rounded once more |
+// | any, all      | 0              | 0, 1         | 1 or 0 (i64): some, every element nonzero |
 //
 // Min, max and the pair ops return the input type, f16 and bf16 included (compared in f32,
 // exactly). An index is an int64 position in the whole input.
@@ -271,11 +273,16 @@ template <class T, Op O> struct Mapped {
 template <class T> inline constexpr bool is_mapped_v = false;
 template <class T, Op O> inline constexpr bool is_mapped_v<Mapped<T, O>> = true;
 
+// The mapped op whose kernels read O's elements of T: kernel_op's where that is a mapped op (any
+// and all read as count_nonzero), so that an op running another's kernels instantiates none.
+template <Op O, class T>
+inline constexpr Op kernel_mapped_op = is_mapped(kernel_op(O, dtype_of<T>)) ? kernel_op(O, dtype_of<T>) : O;
+
 // The static facts of mapped op O, for visit_mapped.
 template <Op O> struct MappedFn {
   static constexpr Op op = O;
   static constexpr Op fold = fold_of(O);
-  template <class T> using element = Mapped<T, O>;
+  template <class T> using element = Mapped<T, kernel_mapped_op<O, T>>;
 };
 
 // Calls f(MappedFn<op>{}) for a run-time mapped op.
@@ -321,13 +328,34 @@ template <class T> T combine(Op op, T a, T b) {
   return visit_fold(fold_of(op), [&](auto fn) { return decltype(fn)::apply(a, b); });
 }
 
-// What mapped op `op` returns of its fold's value `folded` over `count` elements (Finalize in
-// xreduce/types.hpp): mean divides by the count in f64, then rounds to A (so an f32 quotient
-// rounds twice, within 0.5 + 2^-29 ulp of f32); 0 / 0 is NaN, the mean of nothing.
+// Last step F (Finalize in xreduce/types.hpp) on a fold's value `folded` over `count` elements.
+// Constexpr, so the CUDA kernels use it too (kernels_cl/segments_finalize.cl repeats it). A mean
+// divides by the count in f64, then rounds to A (so an f32 quotient rounds twice, within 0.5 +
+// 2^-29 ulp of f32); 0 / 0 is NaN, the mean of nothing. any and all test the nonzero count.
+template <Finalize F, class A> constexpr A finalize_folded(A folded, std::uint64_t count) {
+  if constexpr (F == Finalize::DivideByCount) {
+    if constexpr (is_float_v<A>) {
+      if (count == 0) return std::numeric_limits<A>::quiet_NaN();  // +NaN, as NumPy's; 0.0 / 0 is -NaN on x86
+      return static_cast<A>(static_cast<double>(folded) / static_cast<double>(count));
+    }
+  } else if constexpr (F == Finalize::IsPositive) {
+    return folded > A(0) ? A(1) : A(0);
+  } else if constexpr (F == Finalize::EqualsCount) {
+    return static_cast<std::uint64_t>(folded) == count ? A(1) : A(0);
+  }
+  return folded;
+}
+
+// What mapped op `op` returns of its fold's value `folded` over `count` elements: its last step
+// (finalize_folded), nothing for ops without one.
 template <class A> A finalize_value(Op op, A folded, std::uint64_t count) {
-  if (finalize_of(op) == Finalize::None) return folded;
-  if (count == 0) return std::numeric_limits<A>::quiet_NaN();  // +NaN, as NumPy's; 0.0 / 0 is -NaN on x86
-  return static_cast<A>(static_cast<double>(folded) / static_cast<double>(count));
+  switch (finalize_of(op)) {
+    case Finalize::None: return folded;
+    case Finalize::DivideByCount: return finalize_folded<Finalize::DivideByCount>(folded, count);
+    case Finalize::IsPositive: return finalize_folded<Finalize::IsPositive>(folded, count);
+    case Finalize::EqualsCount: return finalize_folded<Finalize::EqualsCount>(folded, count);
+  }
+  return folded;
 }
 
 // Throws EmptyInput for min, max and the pair ops of zero elements. Every entry point calls it.

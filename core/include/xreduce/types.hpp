@@ -56,6 +56,8 @@ enum class ElementMap : std::uint8_t {
 enum class Finalize : std::uint8_t {
   None,           // the folded value as it is
   DivideByCount,  // divided by the count of elements (of the segment), rounded once: mean
+  IsPositive,     // 1 where the folded count is above 0, else 0: any
+  EqualsCount,    // 1 where the folded count is the count of elements (of the segment), else 0: all
 };
 
 // The mapped ops: a map of each element, then a fold of the mapped values (the partial results
@@ -63,7 +65,9 @@ enum class Finalize : std::uint8_t {
 // and nansum accumulate as sum does (f16 and bf16 in f32, narrow integers in 64 bits),
 // count_nonzero in i64; nanmin and nanmax return the input type, and NaN where every element is
 // NaN (as NumPy); mean is the sum divided by the count, of floats in the sum's accumulator
-// (f16 and bf16 in f32), of integers in f64 (as NumPy's mean), NaN for no elements. The last
+// (f16 and bf16 in f32), of integers in f64 (as NumPy's mean), NaN for no elements; any and all
+// test count_nonzero's count (any: above 0; all: every element), 1 or 0 in i64 (any of nothing
+// 0, all of nothing 1, as NumPy's; NaN is nonzero there too). The last
 // column: what the folded value goes through (Finalize). New rows go last: the enumerators'
 // values are part of the ABI.
 #define XR_MAPPED_OPS(X)                                                                   \
@@ -73,7 +77,9 @@ enum class Finalize : std::uint8_t {
   X(NanMin, "nanmin", Fold, "", false, Min, SkipNaN, None)                                 \
   X(NanMax, "nanmax", Fold, "", false, Max, SkipNaN, None)                                 \
   X(CountNonzero, "count_nonzero", Fold, "nnz|nonzero", true, Sum, NonZero, None)          \
-  X(Mean, "mean", Fold, "average|avg", true, Sum, Convert, DivideByCount)
+  X(Mean, "mean", Fold, "average|avg", true, Sum, Convert, DivideByCount)                  \
+  X(Any, "any", Fold, "", true, Sum, NonZero, IsPositive)                                  \
+  X(All, "all", Fold, "", true, Sum, NonZero, EqualsCount)
 
 // The element types, one row each: enumerator, C++ type, name, .npy descr (little-endian; bf16
 // has none). Everything else about a type (size, float or integer, limits, the accumulator of
@@ -128,7 +134,7 @@ struct OpInfo {
   bool empty_has_value;      // a reduction of no elements gives empty_value (else EmptyInput)
   Op fold;                   // what combines the (mapped) elements: the op itself but for mapped ops
   ElementMap map;            // what each element goes through first: None but for mapped ops
-  Finalize finalize;         // what the folded value goes through last: None but for mean
+  Finalize finalize;         // what the folded value goes through last: None but for mean, any, all
 };
 
 #define XR_OP_INFO(e, name, kind, aliases, empty_has_value) \
@@ -156,7 +162,7 @@ constexpr const OpInfo& op_info(Op op) {
                 name ": a mapped op folds by sum, min or max");                                      \
   static_assert(ElementMap::map != ElementMap::None, name ": a mapped op maps its elements");       \
   static_assert(Finalize::finalize == Finalize::None || Op::fold == Op::Sum,                        \
-                name ": only a sum is divided by its count");
+                name ": only a sum is divided by its count or tested");
 XR_MAPPED_OPS(XR_MAPPED_ROW)
 #undef XR_MAPPED_ROW
 constexpr bool is_pair(Op op) { return op_info(op).kind != OpKind::Fold; }
@@ -166,6 +172,10 @@ constexpr bool is_mapped(Op op) { return op_info(op).map != ElementMap::None; }
 constexpr Op fold_of(Op op) { return op_info(op).fold; }
 constexpr ElementMap map_of(Op op) { return op_info(op).map; }
 constexpr Finalize finalize_of(Op op) { return op_info(op).finalize; }
+// any and all: a last step that tests count_nonzero's count.
+constexpr bool tests_count(Op op) {
+  return finalize_of(op) == Finalize::IsPositive || finalize_of(op) == Finalize::EqualsCount;
+}
 // argmin and argmax: their result carries an index (Result::index).
 constexpr bool is_indexed(Op op) { return op_info(op).kind == OpKind::Located; }
 
@@ -297,9 +307,10 @@ constexpr DType result_dtype(Op op, DType in, Accumulator acc = Accumulator::Wid
 }
 
 // The op whose kernels compute `op` over `in`: a mean of floats runs the sum's (its map changes
-// nothing there), and so shares their programs, instantiations and exact mode; the division by
-// the count follows in core (finalize_value). Every other op runs as itself.
+// nothing there), and so shares their programs, instantiations and exact mode; any and all run
+// count_nonzero's. Their last step follows in core (finalize_value). Every other op runs as itself.
 constexpr Op kernel_op(Op op, DType in) {
+  if (map_of(op) == ElementMap::NonZero) return Op::CountNonzero;
   return map_of(op) == ElementMap::Convert && is_float(in) ? fold_of(op) : op;
 }
 
