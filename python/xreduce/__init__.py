@@ -5,7 +5,7 @@
     xr.sum(x, exact=True)        # the correctly rounded sum, the same bits on every backend
 
 Functions follow NumPy's names and conventions (sum, prod, min, max, argmin, argmax, minmax,
-nansum, nanmin, nanmax, count_nonzero, mean with axis, keepdims, out); reduce_segments reduces CSR segments; backends() and check() report
+nansum, nanmin, nanmax, count_nonzero, mean, any, all with axis, keepdims, out); reduce_segments reduces CSR segments; backends() and check() report
 what this machine can run and whether it computes what xreduce's semantics say. Arrays are
 read in place, never copied.
 """
@@ -23,9 +23,9 @@ def _load_bundled_cuda_runtime() -> None:
 
 _load_bundled_cuda_runtime()
 
-from ._api import (BackendUnavailable, DeviceError, KernelBuildError, Reducer, Result, argmax, argmin, backends,  # noqa: E402
-                   check, count_nonzero, max, mean, min, minmax, nanmax, nanmin, nansum, prod, reduce_segments,
-                   sum)
+from ._api import (BackendUnavailable, DeviceError, KernelBuildError, Reducer, Result, all, any, argmax,  # noqa: E402
+                   argmin, backends, check, count_nonzero, max, mean, min, minmax, nanmax, nanmin, nansum, prod,
+                   reduce_segments, sum)
 
 __version__ = "0.1.0"
 
@@ -33,5 +33,5 @@ for _cls in (BackendUnavailable, DeviceError, KernelBuildError, Result):
     _cls.__module__ = __name__
 
 __all__ = ["sum", "prod", "min", "max", "argmin", "argmax", "minmax", "nansum", "nanmin", "nanmax", "count_nonzero",
-           "mean", "reduce_segments", "backends", "check",
+           "mean", "any", "all", "reduce_segments", "backends", "check",
            "Reducer", "Result", "BackendUnavailable", "DeviceError", "KernelBuildError", "__version__"]

@@ -4,7 +4,7 @@ __version__: str
 
 _Backend = Literal["auto", "cuda", "opencl", "omp"]
 _Op = Literal["sum", "prod", "min", "max", "argmin", "argmax", "minmax", "nansum", "nanmin", "nanmax", "count_nonzero",
-              "sumsq", "asum", "mean"]
+              "sumsq", "asum", "mean", "any", "all"]
 _Axis = int | tuple[int, ...] | None
 _Device = int | str | None
 
@@ -74,6 +74,10 @@ def count_nonzero(x: Any, axis: _Axis = None, *, backend: _Backend = "auto", dev
                   keepdims: bool = False, out: Any = None) -> Any: ...
 def mean(x: Any, axis: _Axis = None, *, exact: bool = False, backend: _Backend = "auto", device: _Device = None,
          keepdims: bool = False, out: Any = None) -> Any: ...
+def any(x: Any, axis: _Axis = None, *, backend: _Backend = "auto", device: _Device = None, keepdims: bool = False,
+        out: Any = None) -> Any: ...
+def all(x: Any, axis: _Axis = None, *, backend: _Backend = "auto", device: _Device = None, keepdims: bool = False,
+        out: Any = None) -> Any: ...
 def reduce_segments(x: Any, offsets: Any, op: _Op = "sum", *, exact: bool = False, backend: _Backend = "auto",
                     device: _Device = None) -> Any: ...
 def backends() -> list[dict[str, Any]]: ...

@@ -15,12 +15,12 @@ from ._xreduce import BackendUnavailable, DeviceError, KernelBuildError, Result
 
 __all__ = [
     "sum", "prod", "min", "max", "argmin", "argmax", "minmax", "nansum", "nanmin", "nanmax", "count_nonzero",
-    "mean", "reduce_segments",
+    "mean", "any", "all", "reduce_segments",
     "backends", "check", "Reducer", "Result", "BackendUnavailable", "DeviceError", "KernelBuildError",
 ]
-from ._arrays import (_BACKENDS, _CONTIGUOUS_HINT, _FOLD_OF, _KDL_CUDA, _NO_IDENTITY, _Array, _acquire,
-                      _check_op, _finish, _host_scalar, _is_contiguous, _normalize_axis, _not_in_place, _Plan, _plan,
-                      _require_cuda, _values)
+from ._arrays import (_BACKENDS, _CONTIGUOUS_HINT, _FOLD_OF, _KDL_CUDA, _NO_IDENTITY, _TRUTH_OPS, _ZERO_TESTS,
+                      _Array, _acquire, _as_bool, _bool_as_bytes, _check_op, _finish, _host_scalar, _is_contiguous,
+                      _normalize_axis, _not_in_place, _Plan, _plan, _require_cuda, _values)
 from ._device import _cuda_reduce, _cuda_segments, _host_backend, _shared_reducer
 
 
@@ -66,7 +66,7 @@ class Reducer:
                threads: int = 0, keepdims: bool = False, out=None):
         """Reduces x with op on this backend: "sum", "prod", "min", "max", "argmin", "argmax", "minmax",
         or a mapped op: "nansum", "nanmin", "nanmax", "count_nonzero", "sumsq" (sum of squares),
-        "asum" (sum of absolute values), "mean"."""
+        "asum" (sum of absolute values), "mean", "any", "all" (bool results)."""
         return _reduce(x, op, axis, exact, self.name, self._device, keepdims, out, kernel, threads, self._reducer)
 
     def record(self, x, op: str = "sum", *, exact: bool = False, kernel: str = "auto", threads: int = 0,
@@ -96,7 +96,7 @@ class Reducer:
 
 def _reduce(x, op, axis, exact, backend, device, keepdims, out, kernel="auto", threads=0, reducer=None):
     _check_op(op)
-    a = _acquire(x)
+    a = _acquire(_bool_as_bytes(x) if op in _ZERO_TESTS else x)
     ndim = len(a.shape)
     axis = _normalize_axis(axis, ndim)
     if a.device_type == _KDL_CUDA:
@@ -104,6 +104,8 @@ def _reduce(x, op, axis, exact, backend, device, keepdims, out, kernel="auto", t
     if reducer is None:
         reducer = _shared_reducer(_host_backend(backend), device)
     found = _host_reduce(reducer, a, op, axis, exact, kernel, threads)
+    if op in _TRUTH_OPS:
+        found = _as_bool(found, "numpy")
     if op == "minmax":
         outs = tuple(out) if out is not None else (None, None)
         return tuple(_finish(v, keepdims, ndim, axis, o) for v, o in zip(found, outs))
@@ -183,7 +185,7 @@ def _itemsize(dtype: str) -> int:
 
 
 def _segments(x, offsets, op, exact, backend, device, kernel="auto", threads=0, reducer=None):
-    a = _acquire(x)
+    a = _acquire(_bool_as_bytes(x) if op in _ZERO_TESTS else x)
     if len(a.shape) != 1:
         raise ValueError(f"reduce_segments takes a 1-D array, not {len(a.shape)}-D")
     if a.shape[0] > 1 and a.strides[0] != 1:
@@ -196,8 +198,9 @@ def _segments(x, offsets, op, exact, backend, device, kernel="auto", threads=0, 
         raise ValueError("offsets must be 1-D")
     if reducer is None:
         reducer = _shared_reducer(_host_backend(backend), device)
-    return _unpack(op, *reducer.reduce_segments(a.data, a.shape[0], a.dtype, offs.ctypes.data, offs.shape[0], op,
-                                                exact, kernel, threads))
+    found = _unpack(op, *reducer.reduce_segments(a.data, a.shape[0], a.dtype, offs.ctypes.data, offs.shape[0], op,
+                                                 exact, kernel, threads))
+    return _as_bool(found, "numpy") if op in _TRUTH_OPS else found
 
 
 # ---- the functions, by NumPy's names ---------------------------------------------------------
@@ -267,6 +270,14 @@ def mean(x, axis=None, *, exact: bool = False, backend: str = "auto", device=Non
     return _reduce(x, "mean", axis, exact, backend, device, keepdims, out)
 
 
+def any(x, axis=None, *, backend: str = "auto", device=None, keepdims: bool = False, out=None):
+    return _reduce(x, "any", axis, False, backend, device, keepdims, out)
+
+
+def all(x, axis=None, *, backend: str = "auto", device=None, keepdims: bool = False, out=None):
+    return _reduce(x, "all", axis, False, backend, device, keepdims, out)
+
+
 sum.__doc__ = """Sum of the elements of x (NumPy's sum), one read of the data.
 
     Differs from NumPy: i8, u8, i32 and u32 sum in 64 bits (i64, u64), as NumPy does on Linux;
@@ -317,8 +328,19 @@ nanmax.__doc__ = nanmin.__doc__.replace("Smallest", "Largest").replace("nanmin",
 count_nonzero.__doc__ = """Number of elements of x that are not zero (NumPy's count_nonzero), an int64.
 
     NaN counts (it is not zero); -0.0 does not. axis=None gives an int64 scalar, an axis an int64
-    array (NumPy gives a Python int and intp).
+    array (NumPy gives a Python int and intp). A bool array (NumPy, CuPy, PyTorch) is read in
+    place as its bytes, 0 and 1.
 """ + _COMMON
+any.__doc__ = """Whether any element of x is not zero (NumPy's any): a bool, or a bool array along an axis.
+
+    count_nonzero's count, tested on the backend (above 0): NaN counts as true, -0.0 as false; an
+    empty array or a zero-size axis gives False. A bool array (NumPy, CuPy, PyTorch) is read in
+    place as its bytes. A CUDA array's result is its library's bool array, on the caller's stream
+    (the int64 truth value the device writes, converted by that library).
+""" + _COMMON
+all.__doc__ = any.__doc__.replace("Whether any element", "Whether every element").replace(
+    "NumPy's any", "NumPy's all").replace("(above 0)", "(equal to the element count)").replace(
+    "gives False", "gives True")
 mean.__doc__ = """Mean of the elements of x (NumPy's mean): their sum divided by their count.
 
     Floats sum as sum does (f16 and bf16 in f32, returning f32 where NumPy returns f16), then
@@ -337,9 +359,9 @@ def reduce_segments(x, offsets, op: str = "sum", *, exact: bool = False, backend
 
     op: "sum", "prod", "min", "max", "argmin", "argmax" (int64 indices within each segment),
     "minmax" (a pair of arrays: minima, maxima), or a mapped op: "nansum", "nanmin", "nanmax",
-    "count_nonzero", "sumsq", "asum", "mean" (nanmin and nanmax give NaN for a segment of only NaN;
-    mean NaN for an empty one;
-    of a float CUDA x they raise ValueError). offsets: len(offsets) - 1 segments,
+    "count_nonzero", "sumsq", "asum", "mean", "any", "all" (nanmin and nanmax give NaN for a
+    segment of only NaN, of a float CUDA x they raise ValueError; mean NaN for an empty one; any
+    and all bool arrays, False and True for an empty one). offsets: len(offsets) - 1 segments,
     non-decreasing, from 0 up to len(x) (ValueError naming the first bad position otherwise);
     int64 arrays are read in place, others converted. An empty segment gives the op's identity:
     sum 0, prod 1, min +inf or the type's largest value, max -inf or the type's lowest value;

@@ -78,12 +78,33 @@ class _Array(NamedTuple):
 
 # The ops by name (xreduce/types.hpp): the folds, the pair ops and the mapped ops.
 _OPS = ("sum", "prod", "min", "max", "argmin", "argmax", "minmax", "nansum", "nanmin", "nanmax", "count_nonzero",
-        "sumsq", "asum", "mean")
+        "sumsq", "asum", "mean", "any", "all")
 # Ops with no value over nothing: a zero-size axis raises ValueError, as in NumPy.
 _NO_IDENTITY = ("min", "max", "argmin", "argmax", "minmax", "nanmin", "nanmax")
 # What combines the values of a mapped op over parts of an array (its fold), where not itself:
 # a mean's over lines of one length is the mean of their means.
-_FOLD_OF = {"sumsq": "sum", "asum": "sum", "nansum": "sum", "count_nonzero": "sum"}
+_FOLD_OF = {"sumsq": "sum", "asum": "sum", "nansum": "sum", "count_nonzero": "sum", "any": "max", "all": "min"}
+# Ops whose values are truth values: 1 or 0 in the library's int64, bool here (NumPy's any, all).
+_TRUTH_OPS = ("any", "all")
+# Ops that test each element against zero: they read a bool array's bytes (0 and 1) as uint8.
+_ZERO_TESTS = ("count_nonzero", "any", "all")
+
+
+def _as_bool(values, library: str):
+    """Truth values (int64 0 and 1, an array or scalar of `library`) as that library's bool."""
+    return values.bool() if library == "torch" else values.astype(bool)
+
+
+def _bool_as_bytes(x):
+    """A NumPy, CuPy or PyTorch bool array as uint8 over the same memory (its elements are 0 and
+    1); any other object as it is."""
+    dtype = str(getattr(x, "dtype", ""))
+    if dtype == "torch.bool":
+        import torch
+        return x.view(torch.uint8)
+    if dtype == "bool" and hasattr(x, "view") and _library(x) in ("numpy", "cupy"):
+        return x.view(np.uint8)
+    return x
 
 
 def _check_op(op: str) -> None:

@@ -9,8 +9,8 @@ import threading
 import numpy as np
 
 from . import _xreduce
-from ._arrays import (_BACKENDS, _HOST_ORDER, _KDL_CUDA, _NO_IDENTITY, _Array, _acquire, _host_scalar, _not_in_place,
-                      _numpy_dtype, _plan, _xreduce_status)
+from ._arrays import (_BACKENDS, _HOST_ORDER, _KDL_CUDA, _NO_IDENTITY, _TRUTH_OPS, _Array, _acquire, _as_bool,
+                      _host_scalar, _not_in_place, _numpy_dtype, _plan, _xreduce_status)
 from ._xreduce import BackendUnavailable
 
 # One reducer per (backend, device), made on first use: device discovery and kernel builds
@@ -232,6 +232,8 @@ def _cuda_reduce(a: _Array, op, axis, exact, backend, keepdims, out, kernel):
         results = pick(records)
         if len(a.shape) == 1:  # a strided 1-D array: one column
             results = [v[0] for v in results]
+    if op in _TRUTH_OPS:  # the device's int64 truth values as the library's bools, on its stream
+        results = [_as_bool(v, a.library) for v in results]
     if keepdims:
         shape_of = (lambda v: [1] * len(a.shape)) if axis is None else \
             (lambda v: list(v.shape[:axis]) + [1] + list(v.shape[axis:]))
@@ -254,4 +256,6 @@ def _cuda_segments(a: _Array, offsets, op, exact, kernel):
     records, ptr, pick = _segment_results(a, count, op)
     _xreduce.cuda_reduce_segments(a.data, a.shape[0], a.dtype, o.data, count, op, ptr, a.stream, exact, kernel)
     results = pick(records)  # the synchronous form has waited
+    if op in _TRUTH_OPS:
+        results = [_as_bool(v, a.library) for v in results]
     return tuple(results) if op == "minmax" else results[0]

@@ -113,6 +113,38 @@ def test_torch_cuda_mean():
 
 
 @needs_cuda
+def test_torch_cuda_any_all():
+    """any and all: the device's truth values as torch bools on its device, on the caller's stream."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    t = torch.tensor([0.0, 2.0, float("nan"), -0.0], device="cuda")
+    a = xr.any(t)
+    assert isinstance(a, torch.Tensor) and a.dtype == torch.bool and a.device == t.device and a.ndim == 0 and a.item()
+    assert not xr.all(t).item()
+    assert not xr.any(torch.empty(0, device="cuda")).item() and xr.all(torch.empty(0, device="cuda")).item()
+    b = torch.rand(300, 7, device="cuda") > 0.3
+    for axis in (0, 1):
+        assert torch.equal(xr.any(b, axis=axis), b.any(dim=axis))
+        assert torch.equal(xr.all(b, axis=axis), b.all(dim=axis))
+        assert torch.equal(xr.all(b.T, axis=axis), b.T.all(dim=axis))  # Fortran order
+    assert xr.all(b).item() == b.all().item() and xr.count_nonzero(b).item() == b.sum().item()
+    off = torch.tensor([0, 1, 1, 4], device="cuda", dtype=torch.int64)
+    assert xr.reduce_segments(t, off, op="all").tolist() == [False, True, False]
+    stream = torch.cuda.Stream()
+    y = torch.zeros(1 << 16, device="cuda")
+    xr.any(y)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(1 << 31)
+        y.fill_(3.0)
+        every = xr.all(y)
+        assert not stream.query(), "xreduce waited for the stream"
+    stream.synchronize()
+    assert every.item()
+
+
+@needs_cuda
 def test_cupy_cuda():
     cupy = pytest.importorskip("cupy")
     x = cupy.arange(1000, dtype=cupy.int32)

@@ -290,3 +290,41 @@ def test_exact_mean(backend, dtype):
     tie = np.float64([1.0, 2.0**-53])  # exact mean 0.5 + 2^-54: correctly rounded to 0.5
     assert xr.mean(tie, exact=True, backend=backend) == 0.5
     assert xr.mean(np.float64([1e308, 1e308, 1e308]), exact=True, backend=backend) == 1e308
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", ["any", "all"])
+def test_any_all_as_numpy(backend, op, dtype):
+    rng = np.random.default_rng(11)
+    x2 = sample(dtype, (5, 7), rng)
+    x2[1, :] = 0  # a row of zeros: any False there
+    x2[:, 2] = 1  # a column without zeros: all True there
+    x2 = with_nans(x2)
+    for axis in (None, 0, 1, -1):
+        for name, x in layouts(x2):
+            got = getattr(xr, op)(x, axis=axis, backend=backend)
+            want = getattr(np, op)(x.astype(np.float32) if np.dtype(dtype).name == "bfloat16" else x, axis=axis)
+            assert np.asarray(got).dtype == np.bool_, f"{op} {name} axis={axis}"
+            np.testing.assert_array_equal(got, want, err_msg=f"{op} {name} axis={axis}")
+
+
+def test_any_all_edges(backend):
+    nothing = np.float32([])
+    assert xr.any(nothing, backend=backend) is np.False_ and xr.all(nothing, backend=backend) is np.True_
+    assert xr.all(np.float64([np.nan, -1.0]), backend=backend) and not xr.any(np.float64([-0.0, 0.0]), backend=backend)
+    assert isinstance(xr.any(np.int8([0, 3]), backend=backend), np.bool_)
+    np.testing.assert_array_equal(xr.any(np.zeros((3, 0), dtype=np.float32), axis=1, backend=backend), [False] * 3)
+    np.testing.assert_array_equal(xr.all(np.zeros((3, 0), dtype=np.float32), axis=1, backend=backend), [True] * 3)
+    b = np.array([[True, False, True], [True, True, True]])
+    for op in ("any", "all", "count_nonzero"):  # bool arrays: their bytes, read in place
+        for axis in (None, 0, 1):
+            np.testing.assert_array_equal(getattr(xr, op)(b, axis=axis, backend=backend), getattr(np, op)(b, axis=axis))
+    np.testing.assert_array_equal(xr.reduce_segments(np.float64([0, 2, 0, 0]), [0, 1, 1, 2, 4], "any", backend=backend),
+                                  [False, False, True, False])
+    np.testing.assert_array_equal(xr.reduce_segments(np.float64([0, 2, 0, 0]), [0, 1, 1, 2, 4], "all", backend=backend),
+                                  [False, True, True, False])
+    out = np.empty(2, dtype=bool)
+    assert xr.all(b, axis=1, out=out, backend=backend) is out and out.tolist() == [False, True]
+    assert xr.any(b, axis=1, keepdims=True, backend=backend).shape == (2, 1)
+    with pytest.raises(ValueError, match="no exact mode"):
+        xr.Reducer(backend).reduce(np.float32([1]), "any", exact=True)
