@@ -76,12 +76,12 @@ template <Deal D, class In> __device__ __forceinline__ Pack<In> load_pack(const 
 // Sums of bytes (i8, u8), by words of four bytes: one __dp4a (a dot product with {1, 1, 1, 1},
 // sm_61) adds a word's bytes to a 32-bit sum, where widening each byte to the accumulator
 // costs two instructions per byte and the 64-bit adds two more. Exact in 32 bits (at most
-// 64 * 16 * 255 per call), so it equals the accumulator's wrapped sum in any width.
-template <class Acc, class In, unsigned K>
-__device__ __forceinline__ Acc sum_byte_packs(const Pack<In> (&r)[K]) {
+// 64 * 16 * 255 per call), so it equals the accumulator's wrapped sum in any width. Each word
+// goes through `map` first (the raw word for sums; count_nonzero's, below, sets each nonzero
+// byte to 1).
+template <class Acc, class Word, class In, unsigned K, class WordMap>
+__device__ __forceinline__ Acc sum_byte_packs(const Pack<In> (&r)[K], WordMap map) {
   static_assert(K <= 64, "a 32-bit sum holds 64 packs of bytes");
-  static_assert(std::is_integral_v<In>, "raw bytes only: a mapped element (xr::Mapped) converts one by one");
-  using Word = std::conditional_t<std::is_signed_v<In>, int, unsigned>;
   constexpr Word kOnes = 0x01010101;
   Word sum = 0;
 #pragma unroll
@@ -89,9 +89,17 @@ __device__ __forceinline__ Acc sum_byte_packs(const Pack<In> (&r)[K]) {
     const uint4 w = bits_as<uint4>(r[u]);
     const unsigned words[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) sum = __dp4a(static_cast<Word>(words[k]), kOnes, sum);
+    for (unsigned k = 0; k < 4; ++k) sum = __dp4a(static_cast<Word>(map(words[k])), kOnes, sum);
   }
   return static_cast<Acc>(sum);
+}
+
+// Packs of bytes that count_nonzero (any, all) reads: a 1-byte xr::Mapped of that op.
+template <class In> constexpr bool counts_bytes() {
+  if constexpr (xr::is_mapped_v<In>)
+    return xr::map_of(In::op) == xr::ElementMap::NonZero && sizeof(typename In::raw_type) == 1;
+  else
+    return false;
 }
 
 // Combines the elements of K packs as a balanced tree (shorter rounding chains and more
@@ -102,7 +110,13 @@ __device__ __forceinline__ Acc sum_byte_packs(const Pack<In> (&r)[K]) {
 template <xr::Op O, class Acc, class In, unsigned K>
 __device__ __forceinline__ Acc reduce_packs(const Pack<In> (&r)[K]) {
   if constexpr (O == xr::Op::Sum && !xr::is_mapped_v<In> && std::is_integral_v<In> && sizeof(In) == 1)
-    return sum_byte_packs<Acc>(r);
+    return sum_byte_packs<Acc, std::conditional_t<std::is_signed_v<In>, int, unsigned>>(r, [](unsigned w) { return w; });
+  // count_nonzero of bytes: each nonzero byte of a word as 0x80 (the low seven bits carried into
+  // the top one, or'ed with it), their sum over 128. Three integer instructions a word where the
+  // element-wise map costs a compare, a select and a 64-bit add a byte. H200, 2^28 u8: 1.08x u8
+  // sum's time, against 1.41x element by element and 1.13-1.16x by __vsetne4 (emulated).
+  if constexpr (O == xr::Op::Sum && counts_bytes<In>())
+    return sum_byte_packs<Acc, unsigned>(r, [](unsigned w) { return (((w & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | w) & 0x80808080u; }) >> 7;
   using Work = xr::compute_t<Acc>;
   constexpr unsigned V = Pack<In>::size, M = K * V;
   Work t[M];
