@@ -138,15 +138,29 @@ void fold_into(const RecordShape& s, unsigned char* kept, const unsigned char* l
   });
 }
 
-// An exact state rounded to the value of a float sum (f16 and bf16 sums are f32).
-void round_state(const RecordShape& s, const ExactSum& sum, unsigned char* out) {
+// An exact state of n terms rounded to the value of a float sum (f16 and bf16 sums are f32), or
+// of a mean: its quotient by n, rounded once.
+void round_state(const RecordShape& s, const ExactSum& sum, std::uint64_t n, unsigned char* out) {
+  const bool mean = finalize_of(s.op) == Finalize::DivideByCount;
   if (s.value_type == DType::F64) {
-    const double v = sum.to_double();
+    const double v = mean ? sum.quotient_to_double(n) : sum.to_double();
     std::memcpy(out, &v, 8);
   } else {
-    const float v = sum.to_float();
+    const float v = mean ? sum.quotient_to_float(n) : sum.to_float();
     std::memcpy(out, &v, 4);
   }
+}
+
+// Mapped op `op`'s last step (mean, any, all) on a record of its fold's value over n elements.
+void finalize_record(const RecordShape& s, std::uint64_t n, unsigned char* record) {
+  if (finalize_of(s.op) == Finalize::None) return;
+  visit_dtype(s.value_type, [&](auto t) {
+    using A = decltype(t);
+    A v;
+    std::memcpy(&v, record, sizeof v);
+    v = finalize_value(s.op, v, n);
+    std::memcpy(record, &v, sizeof v);
+  });
 }
 
 // What every rank must share, in words; InvalidArgument on every rank naming two that differ.
@@ -382,7 +396,7 @@ GlobalSegments reduce_segments(MPI_Comm comm, xr::Reducer& local, HostArray in, 
       if (exact) sum.merge_raw(all[r].state);
       else fold_into(s, last, all[r].record);
     }
-    if (exact) round_state(s, sum, last);
+    if (exact) round_state(s, sum, 0, last);
   }
   const Counts owned_counts(c, owned);
   GlobalSegments g;
@@ -415,9 +429,6 @@ GlobalSegments reduce_axis(MPI_Comm comm, xr::Reducer& local, const HostMatrix& 
                             std::to_string(in.shape.cols) + " matrix");
     if (options.exact && is_pair(op))
       throw InvalidArgument("mpi: reduce_axis: exact mode does not apply to " + std::string(to_string(op)));
-    if (finalize_of(op) != Finalize::None && axis == 0)
-      throw InvalidArgument("mpi: reduce_axis: " + std::string(to_string(op)) +
-                            " of columns is not combined across ranks yet: " + last_step_hint(op, "the rows"));
   } catch (...) {
     bad = std::current_exception();
   }
@@ -455,29 +466,33 @@ GlobalSegments reduce_axis(MPI_Comm comm, xr::Reducer& local, const HostMatrix& 
     return g;
   }
 
-  // axis 0: each column's parts, one a rank, combined in rank order.
+  // axis 0: each column's parts, one a rank, combined in rank order. An op with a last step
+  // (mean, any, all) combines its fold's parts (kernel_op: the sums, the counts), then takes the
+  // step over the total rows; a mean of integers sums its values, as f64, exactly on the host, as
+  // exact float sums do, and rounds the quotient once.
+  const bool host_sums = exact || (finalize_of(op) == Finalize::DivideByCount && !is_float(in.type));
   const auto at = [&](std::uint64_t r, std::uint64_t col) {
     const std::uint64_t i = in.shape.order == Order::C ? r * in.shape.step() + col : col * in.shape.step() + r;
     return static_cast<const unsigned char*>(in.data) + i * size_of(in.type);
   };
   SegmentedResult part = locally(c, [&] {
-    if (exact || in.shape.rows == 0 || cols == 0) return SegmentedResult{};
-    return local.reduce_axis(in, 0, op, options);
+    if (host_sums || in.shape.rows == 0 || cols == 0) return SegmentedResult{};
+    return local.reduce_axis(in, 0, kernel_op(op, in.type), options);
   });
-  // Exact float sums: each column's exact state over this rank's rows, on the host.
-  std::vector<ExactSum> sums(exact ? cols : 0);
-  if (exact)
+  // Exact sums: each column's exact state over this rank's rows, on the host.
+  std::vector<ExactSum> sums(host_sums ? cols : 0);
+  if (host_sums)
     visit_dtype(in.type, [&](auto t) {
       using T = decltype(t);
-      if constexpr (is_float_v<T>)
-        for (std::uint64_t r = 0; r < in.shape.rows; ++r)
-          for (std::uint64_t col = 0; col < cols; ++col) {
-            T x;
-            std::memcpy(&x, at(r, col), sizeof(T));
-            sums[col].add(static_cast<compute_t<T>>(x));
-          }
+      for (std::uint64_t r = 0; r < in.shape.rows; ++r)
+        for (std::uint64_t col = 0; col < cols; ++col) {
+          T x;
+          std::memcpy(&x, at(r, col), sizeof(T));
+          if constexpr (is_float_v<T>) sums[col].add(static_cast<compute_t<T>>(x));
+          else sums[col].add(static_cast<double>(x));  // a mean's integers, as f64
+        }
     });
-  const std::size_t unit = exact ? sizeof(ExactSum::Raw) : s.bytes;
+  const std::size_t unit = host_sums ? sizeof(ExactSum::Raw) : s.bytes;
   const bool here = root < 0 || c.rank == root;
   std::vector<unsigned char> values(here ? cols * s.bytes : 0);
   const std::vector<unsigned char> empty = empty_record(s, options.accumulator);
@@ -487,7 +502,7 @@ GlobalSegments reduce_axis(MPI_Comm comm, xr::Reducer& local, const HostMatrix& 
     std::vector<unsigned char> mine(band * unit);
     for (std::uint64_t j = 0; j < band; ++j) {
       unsigned char* out = mine.data() + j * unit;
-      if (exact) {
+      if (host_sums) {
         const ExactSum::Raw raw = sums[c0 + j].raw();
         std::memcpy(out, &raw, sizeof raw);
       } else if (part.count() > 0) {
@@ -504,14 +519,14 @@ GlobalSegments reduce_axis(MPI_Comm comm, xr::Reducer& local, const HostMatrix& 
     if (!here) continue;
     for (std::uint64_t j = 0; j < band; ++j) {
       unsigned char* out = values.data() + (c0 + j) * s.bytes;
-      if (exact) {
+      if (host_sums) {
         ExactSum sum;
         for (std::size_t r = 0; r < static_cast<std::size_t>(c.size); ++r) {
           ExactSum::Raw raw;
           std::memcpy(&raw, all.data() + (r * band + j) * unit, sizeof raw);
           sum.merge_raw(raw);
         }
-        if (rows.total > 0) round_state(s, sum, out);
+        if (rows.total > 0) round_state(s, sum, rows.total, out);
         else std::memcpy(out, empty.data(), s.bytes);
         continue;
       }
@@ -523,7 +538,8 @@ GlobalSegments reduce_axis(MPI_Comm comm, xr::Reducer& local, const HostMatrix& 
         else std::memcpy(out, p, s.bytes);
         any = true;
       }
-      if (!any) std::memcpy(out, empty.data(), s.bytes);
+      if (!any) std::memcpy(out, empty.data(), s.bytes);  // the op's own value of nothing
+      else finalize_record(s, rows.total, out);
     }
   }
   g.total = cols;
@@ -532,8 +548,9 @@ GlobalSegments reduce_axis(MPI_Comm comm, xr::Reducer& local, const HostMatrix& 
   check(MPI_Allreduce(MPI_IN_PLACE, &depth, 1, MPI_UINT64_T, MPI_MAX, c.comm), "MPI_Allreduce");
   fill_record(g.result, part.record, s, rows.total * cols,
               std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), SegmentKind::Columns, c.size);
-  if (exact) g.result.record.kernel = "host exact states";
-  g.result.rounding_depth = depth > 0 && !exact ? depth + static_cast<std::uint64_t>(c.size) : 0;
+  if (host_sums) g.result.record.kernel = "host exact states";
+  g.result.rounding_depth =
+      depth > 0 && !host_sums ? depth + static_cast<std::uint64_t>(c.size) + (finalize_of(op) == Finalize::DivideByCount) : 0;
   g.result.bytes_read = in.shape.rows * cols * size_of(in.type);
   return g;
 }

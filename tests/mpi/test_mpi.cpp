@@ -675,6 +675,12 @@ TEST_CASE("segments over ranks: rows split over ranks, reduced per row and per c
     check_axes(reducer, rows, cols, xr::Op::Sum, true, generated<float>(rows * cols, xr::Dist::Cancel, 11));
     check_axes(reducer, rows, cols, xr::Op::Sum, true, generated<double>(rows * cols, xr::Dist::Wide, 12));
     check_axes(reducer, rows, cols, xr::Op::Sum, true, generated<xr::f16>(rows * cols, xr::Dist::Normal, 13));
+    // Ops with a last step: the fold's parts combined, then the step over the total rows; an
+    // exact mean rounds each column's exact quotient once, a mean of integers too.
+    for (xr::Op op : {xr::Op::Mean, xr::Op::Any, xr::Op::All}) check_axes(reducer, rows, cols, op, false, f);
+    check_axes(reducer, rows, cols, xr::Op::Mean, true, generated<float>(rows * cols, xr::Dist::Cancel, 14));
+    check_axes(reducer, rows, cols, xr::Op::Mean, false, small_ints<std::int32_t>(rows * cols, 15));
+    check_axes(reducer, rows, cols, xr::Op::All, false, small_ints<std::uint8_t>(rows * cols, 16));
   }
 }
 
@@ -691,11 +697,11 @@ TEST_CASE("segments over ranks: bad arguments and disagreeing ranks throw on eve
                        doctest::Contains("rank 0 of"), xr::InvalidArgument);
   CHECK_THROWS_AS(reducer.reduce_segments(local, offsets, xr::Op::Sum, {}, size), xr::InvalidArgument);
   CHECK_THROWS_AS(reducer.reduce_axis(xr::HostMatrix::of(mine.data(), 2, 5), 2, xr::Op::Sum), xr::InvalidArgument);
-  // A mean's parts would combine as sums, then divide: not there yet for columns and segments.
+  // A mean's parts would combine as sums, then divide: not there yet for CSR segments.
   CHECK_THROWS_WITH_AS(reducer.reduce_segments(local, offsets, xr::Op::Mean), doctest::Contains("mean is not combined"),
                        xr::InvalidArgument);
-  CHECK_THROWS_WITH_AS(reducer.reduce_axis(xr::HostMatrix::of(mine.data(), 2, 5), 0, xr::Op::Mean),
-                       doctest::Contains("mean of columns is not combined"), xr::InvalidArgument);
+  CHECK_THROWS_WITH_AS(reducer.reduce_segments(local, offsets, xr::Op::All),
+                       doctest::Contains("reduce with count_nonzero"), xr::InvalidArgument);
   const xr::mpi::GlobalSegments rows = reducer.reduce_axis(xr::HostMatrix::of(mine.data(), 2, 5), 1, xr::Op::Mean);
   CHECK(rows.result.count() == 2);
   CHECK(rows.result.value(1).f == 1.0);

@@ -137,7 +137,10 @@ class XR_API Reducer {
   // over the rows of every rank: min, max, the pair ops and integer ops combine the ranks' partial
   // values exactly (argmin and argmax: the index is the row in the whole array, ties to the
   // smallest); plain float sums and products fold the ranks' partials in rank order; exact float
-  // sums merge each column's exact state over the ranks (summed on the host, ExactSum).
+  // sums merge each column's exact state over the ranks (summed on the host, ExactSum). mean, any
+  // and all combine their fold's partials (sums, counts), then take their last step over the
+  // total rows; exact means and means of integers merge exact states (the integers as f64) and
+  // round each column's quotient once.
   GlobalSegments reduce_axis(const HostMatrix& local, int axis, Op op, const RunOptions& options = {},
                              int root = -1);
   // CSR segments of a 1-D array split over the ranks as in reduce (rank r's elements after rank
@@ -145,7 +148,8 @@ class XR_API Reducer {
   // its size), so a segment may start on one rank and end on another. Each rank reduces the
   // segments that start among its elements, and the part of a segment that began before them;
   // each such part goes to the rank where its segment starts, which combines the parts in rank
-  // order (exact sums: their exact states, so the bits equal one process's).
+  // order (exact sums: their exact states, so the bits equal one process's). mean, any and all
+  // are refused here (InvalidArgument): reduce the sums or counts, and take the step on them.
   GlobalSegments reduce_segments(HostArray local, std::span<const std::int64_t> offsets, Op op,
                                  const RunOptions& options = {}, int root = -1);
 
