@@ -11,6 +11,23 @@ CUDA = next(s for s in xr.backends() if s["backend"] == "cuda")
 needs_cuda = pytest.mark.skipif(not CUDA["usable"], reason=f"CUDA backend not usable: {CUDA['reason']}")
 
 
+def on_a_busy_stream(torch, reduce, n=1 << 16):
+    """reduce(x) on a stream still busy with a sleep and then x.fill_(2.0), x an f32 CUDA tensor
+    of n zeros before: asserts that xreduce returned without waiting, and gives what reduce
+    returned, read once the stream is done (of x filled with 2)."""
+    stream = torch.cuda.Stream()
+    x = torch.zeros(n, device="cuda", dtype=torch.float32)
+    reduce(x)  # kernels loaded: loading one may wait for the GPU
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(1 << 31)  # about a second of GPU time before the fill
+        x.fill_(2.0)
+        results = reduce(x)
+        assert not stream.query(), "xreduce waited for the stream"
+    stream.synchronize()
+    return results
+
+
 def test_cuda_unavailable_is_reported():
     if CUDA["usable"]:
         pytest.skip("a CUDA device is usable here")
@@ -98,18 +115,8 @@ def test_torch_cuda_mean():
     assert xr.mean(w, exact=True).item() == float(host)
     rows = xr.mean(x, axis=1, exact=True)  # each row's exact mean: the same bits as on the host
     assert rows.device == x.device and np.array_equal(rows.cpu().numpy(), xr.mean(x.cpu().numpy(), axis=1, exact=True))
-    stream = torch.cuda.Stream()
-    y = torch.ones(1 << 16, device="cuda")
-    xr.mean(y)
-    torch.cuda.synchronize()
-    with torch.cuda.stream(stream):
-        torch.cuda._sleep(1 << 31)
-        y.fill_(3.0)
-        my = xr.mean(y)
-        rows = xr.mean(y.reshape(256, 256), axis=1)
-        assert not stream.query(), "xreduce waited for the stream"
-    stream.synchronize()
-    assert my.item() == 3.0 and bool((rows == 3.0).all())
+    my, rows = on_a_busy_stream(torch, lambda y: (xr.mean(y), xr.mean(y.reshape(256, 256), axis=1)))
+    assert my.item() == 2.0 and bool((rows == 2.0).all())
 
 
 @needs_cuda
@@ -131,17 +138,8 @@ def test_torch_cuda_any_all():
     assert xr.all(b).item() == b.all().item() and xr.count_nonzero(b).item() == b.sum().item()
     off = torch.tensor([0, 1, 1, 4], device="cuda", dtype=torch.int64)
     assert xr.reduce_segments(t, off, op="all").tolist() == [False, True, False]
-    stream = torch.cuda.Stream()
-    y = torch.zeros(1 << 16, device="cuda")
-    xr.any(y)
-    torch.cuda.synchronize()
-    with torch.cuda.stream(stream):
-        torch.cuda._sleep(1 << 31)
-        y.fill_(3.0)
-        every = xr.all(y)
-        assert not stream.query(), "xreduce waited for the stream"
-    stream.synchronize()
-    assert every.item()
+    every, some = on_a_busy_stream(torch, lambda y: (xr.all(y), xr.any(y, axis=0)))
+    assert every.item() and some.item()
 
 
 @needs_cuda
@@ -159,21 +157,11 @@ def test_cupy_cuda():
 def test_torch_results_stay_on_the_stream():
     """The reduction is enqueued behind the caller's pending work and returns without waiting."""
     torch = pytest.importorskip("torch")
-    stream = torch.cuda.Stream()
-    x = torch.zeros(1 << 16, device="cuda", dtype=torch.float32)
-    x.fill_(1.0), xr.sum(x), xr.argmax(x), xr.minmax(x)  # kernels loaded: loading one may wait for the GPU
-    torch.cuda.synchronize()
-    with torch.cuda.stream(stream):
-        torch.cuda._sleep(1 << 31)  # about a second of GPU time before the fill
-        x.fill_(2.0)
-        s, i, (lo, hi) = xr.sum(x), xr.argmax(x), xr.minmax(x)
-        e = xr.sum(x, exact=True)
-        assert not stream.query(), "xreduce waited for the stream"
-    stream.synchronize()
+    s, i, (lo, hi), e = on_a_busy_stream(torch, lambda x: (xr.sum(x), xr.argmax(x), xr.minmax(x), xr.sum(x, exact=True)))
     assert s.item() == 2 * (1 << 16) and i.item() == 0 and lo.item() == hi.item() == 2
     assert e.item() == 2 * (1 << 16) and e.dtype == torch.float32
     assert s.dtype == torch.float32 and i.dtype == torch.int64 and lo.dtype == torch.float32
-    assert all(v.device == x.device and v.ndim == 0 for v in (s, i, lo, hi))
+    assert all(v.is_cuda and v.ndim == 0 for v in (s, i, lo, hi))
     assert xr.sum(torch.ones(1000, device="cuda", dtype=torch.float16)).dtype == torch.float32
     assert xr.sum(torch.ones(1000, device="cuda", dtype=torch.int32)).dtype == torch.int64
 
