@@ -21,12 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What to run instead of an op with a last step that ranks do not combine yet, whose parts'
-// lengths are `lengths`.
-std::string last_step_hint(Op op, const std::string& lengths) {
-  if (finalize_of(op) == Finalize::DivideByCount) return "reduce the sums, and divide by " + lengths;
-  return "reduce with count_nonzero, and compare the counts with " + lengths;
-}
 
 // Columns an exchange of column partials carries at a time (bounds its buffers and MPI's int
 // counts of bytes).
@@ -306,11 +300,9 @@ GlobalSegments reduce_segments(MPI_Comm comm, xr::Reducer& local, HostArray in, 
     if (root >= c.size) throw InvalidArgument("mpi: root " + std::to_string(root) + " is not a rank of " + std::to_string(c.size));
     if (offsets.empty()) throw InvalidArgument("mpi: reduce_segments: offsets holds no value (it needs count + 1)");
     if (in.n > 0 && in.data == nullptr) throw InvalidArgument("mpi: reduce_segments: null data for " + std::to_string(in.n) + " elements");
-    if (options.exact && is_pair(op))
-      throw InvalidArgument("mpi: reduce_segments: exact mode does not apply to " + std::string(to_string(op)));
-    if (finalize_of(op) != Finalize::None)
-      throw InvalidArgument("mpi: reduce_segments: " + std::string(to_string(op)) + " is not combined across ranks yet: " +
-                            last_step_hint(op, "the segments' lengths"));
+    if (options.exact && (is_pair(op) || (is_mapped(op) && !exact_applies(op, in.type))))
+      throw InvalidArgument("mpi: reduce_segments: exact mode does not apply to " + std::string(to_string(op)) + " of " +
+                            std::string(to_string(in.type)));
   } catch (...) {
     bad = std::current_exception();
   }
@@ -329,6 +321,14 @@ GlobalSegments reduce_segments(MPI_Comm comm, xr::Reducer& local, HostArray in, 
 
   const RecordShape s(op, in.type, options.accumulator);
   const bool exact = options.exact && exact_applies(op, in.type);
+  // The parts of a segment that spans ranks combine as exact states for exact sums and means, and
+  // for means of integers (their values as f64, summed on the host; one process sums them in
+  // f64); else as records of the fold's value: an op with a last step (mean, any, all) then runs
+  // as its kernel_op (sums, counts) and takes the step once its parts are combined.
+  const bool last_step = finalize_of(op) != Finalize::None;
+  const bool states = exact || (finalize_of(op) == Finalize::DivideByCount && !is_float(in.type));
+  const Op local_op = last_step && !states ? kernel_op(op, in.type) : op;
+  const auto length = [&](std::uint64_t i) { return static_cast<std::uint64_t>(offsets[i + 1] - offsets[i]); };
   const std::uint64_t count = offsets.size() - 1;
   const std::uint64_t a = counts.first[static_cast<std::size_t>(c.rank)], b = a + in.n;
   const auto starts_before = [&](std::uint64_t x) {  // segments that start before element x
@@ -352,19 +352,27 @@ GlobalSegments reduce_segments(MPI_Comm comm, xr::Reducer& local, HostArray in, 
     if (in.n == 0 || own_end == lo) return SegmentedResult{};
     std::vector<std::int64_t> local_offsets;
     for (std::uint64_t j = lo; j <= own_end; ++j) local_offsets.push_back(clip(offsets[j]));
-    return local.reduce_segments(in, local_offsets, op, options);
+    return local.reduce_segments(in, local_offsets, local_op, options);
   });
   // Exact states of the parts that are combined with other ranks' parts.
   const auto state_of = [&](std::uint64_t from, std::uint64_t to) {
+    const HostArray range{static_cast<const unsigned char*>(in.data) + from * size_of(in.type), to - from, in.type};
+    if (!is_float(in.type)) {  // a mean's integers, as f64
+      ExactSum sum;
+      visit_dtype(in.type, [&](auto t) {
+        using T = decltype(t);
+        for (std::uint64_t i = 0; i < range.n; ++i) sum.add(static_cast<double>(static_cast<const T*>(range.data)[i]));
+      });
+      return sum.raw();
+    }
     RunOptions o = options;
     o.exact = true;
-    const Result r = local.reduce(HostArray{static_cast<const unsigned char*>(in.data) + from * size_of(in.type), to - from, in.type}, Op::Sum, o);
-    return r.exact_state.value_or(ExactSum::Raw{});
+    return local.reduce(range, Op::Sum, o).exact_state.value_or(ExactSum::Raw{});
   };
   std::optional<ExactSum::Raw> cont_state, last_state;
   const SegmentedResult states_done = locally(c, [&] {
-    if (exact && continues) cont_state = state_of(0, std::min(seg_end, b) - a);
-    if (exact && runs_on) last_state = state_of(static_cast<std::uint64_t>(offsets[own_end - 1]) - a, in.n);
+    if (states && continues) cont_state = state_of(0, std::min(seg_end, b) - a);
+    if (states && runs_on) last_state = state_of(static_cast<std::uint64_t>(offsets[own_end - 1]) - a, in.n);
     return SegmentedResult{};
   });
 
@@ -382,7 +390,8 @@ GlobalSegments reduce_segments(MPI_Comm comm, xr::Reducer& local, HostArray in, 
   // This rank's owned values, the last one combined with the later ranks' parts of it.
   const std::uint64_t owned = own_end - own_begin;
   std::vector<unsigned char> records(owned * s.bytes);
-  const std::vector<unsigned char> empty = empty_record(s, options.accumulator);
+  // An empty segment's record: the op's value of nothing, or its fold's where the step follows.
+  const std::vector<unsigned char> empty = empty_record(RecordShape(local_op, in.type, options.accumulator), options.accumulator);
   for (std::uint64_t i = 0; i < owned; ++i) {
     if (part.count() > 0) to_record(s, part, i + (continues ? 1 : 0), records.data() + i * s.bytes);
     else std::memcpy(records.data() + i * s.bytes, empty.data(), s.bytes);
@@ -393,11 +402,13 @@ GlobalSegments reduce_segments(MPI_Comm comm, xr::Reducer& local, HostArray in, 
     if (last_state) sum.merge_raw(*last_state);
     for (std::size_t r = static_cast<std::size_t>(c.rank) + 1; r < all.size(); ++r) {
       if (all[r].segment != static_cast<std::int64_t>(own_end - 1)) continue;
-      if (exact) sum.merge_raw(all[r].state);
+      if (states) sum.merge_raw(all[r].state);
       else fold_into(s, last, all[r].record);
     }
-    if (exact) round_state(s, sum, 0, last);
+    if (states) round_state(s, sum, length(own_end - 1), last);
   }
+  if (local_op != op)  // the last step, on every owned segment's combined fold
+    for (std::uint64_t i = 0; i < owned; ++i) finalize_record(s, length(own_begin + i), records.data() + i * s.bytes);
   const Counts owned_counts(c, owned);
   GlobalSegments g;
   g.ranks = c.size;
@@ -408,7 +419,7 @@ GlobalSegments reduce_segments(MPI_Comm comm, xr::Reducer& local, HostArray in, 
   check(MPI_Allreduce(MPI_IN_PLACE, &depth, 1, MPI_UINT64_T, MPI_MAX, c.comm), "MPI_Allreduce");
   fill_record(g.result, part.record, s, static_cast<std::uint64_t>(offsets.back() - offsets.front()),
               std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), SegmentKind::Offsets, c.size);
-  g.result.rounding_depth = depth > 0 && !exact ? depth + static_cast<std::uint64_t>(c.size) : 0;
+  g.result.rounding_depth = depth > 0 && !exact ? depth + static_cast<std::uint64_t>(c.size) + (local_op != op) : 0;
   g.result.bytes_read = in.n * size_of(in.type) + offsets.size() * sizeof(std::int64_t);
   (void)states_done;
   return g;
@@ -427,8 +438,9 @@ GlobalSegments reduce_axis(MPI_Comm comm, xr::Reducer& local, const HostMatrix& 
     if (in.shape.rows > 0 && in.shape.cols > 0 && in.data == nullptr)
       throw InvalidArgument("mpi: reduce_axis: null data for a " + std::to_string(in.shape.rows) + " x " +
                             std::to_string(in.shape.cols) + " matrix");
-    if (options.exact && is_pair(op))
-      throw InvalidArgument("mpi: reduce_axis: exact mode does not apply to " + std::string(to_string(op)));
+    if (options.exact && (is_pair(op) || (is_mapped(op) && !exact_applies(op, in.type))))
+      throw InvalidArgument("mpi: reduce_axis: exact mode does not apply to " + std::string(to_string(op)) + " of " +
+                            std::string(to_string(in.type)));
   } catch (...) {
     bad = std::current_exception();
   }

@@ -624,6 +624,12 @@ TEST_CASE("segments over ranks: CSR segments across rank boundaries give one pro
     check_segments(reducer, generated<float>(n, xr::Dist::Cancel, 5), xr::Op::Sum, true);
     check_segments(reducer, generated<double>(n, xr::Dist::Wide, 6), xr::Op::Sum, true);
     check_segments(reducer, generated<xr::bf16>(n, xr::Dist::Normal, 7), xr::Op::Sum, true);
+    // Ops with a last step: a spanning segment's parts combined, then the step over its length;
+    // exact means, and means of integers, from the parts' exact states.
+    for (xr::Op op : {xr::Op::Mean, xr::Op::Any, xr::Op::All}) check_segments(reducer, f, op, false);
+    check_segments(reducer, generated<double>(n, xr::Dist::Wide, 8), xr::Op::Mean, true);
+    check_segments(reducer, small_ints<std::int32_t>(n, 9), xr::Op::Mean, false);
+    check_segments(reducer, small_ints<std::uint8_t>(n, 10), xr::Op::All, false);
   }
 }
 
@@ -697,11 +703,10 @@ TEST_CASE("segments over ranks: bad arguments and disagreeing ranks throw on eve
                        doctest::Contains("rank 0 of"), xr::InvalidArgument);
   CHECK_THROWS_AS(reducer.reduce_segments(local, offsets, xr::Op::Sum, {}, size), xr::InvalidArgument);
   CHECK_THROWS_AS(reducer.reduce_axis(xr::HostMatrix::of(mine.data(), 2, 5), 2, xr::Op::Sum), xr::InvalidArgument);
-  // A mean's parts would combine as sums, then divide: not there yet for CSR segments.
-  CHECK_THROWS_WITH_AS(reducer.reduce_segments(local, offsets, xr::Op::Mean), doctest::Contains("mean is not combined"),
-                       xr::InvalidArgument);
-  CHECK_THROWS_WITH_AS(reducer.reduce_segments(local, offsets, xr::Op::All),
-                       doctest::Contains("reduce with count_nonzero"), xr::InvalidArgument);
+  CHECK_THROWS_WITH_AS(reducer.reduce_segments(local, offsets, xr::Op::Any, exact_options()),
+                       doctest::Contains("exact mode does not apply to any of f32"), xr::InvalidArgument);
+  CHECK_THROWS_WITH_AS(reducer.reduce_axis(xr::HostMatrix::of(mine.data(), 2, 5), 0, xr::Op::All, exact_options()),
+                       doctest::Contains("exact mode does not apply to all of f32"), xr::InvalidArgument);
   const xr::mpi::GlobalSegments rows = reducer.reduce_axis(xr::HostMatrix::of(mine.data(), 2, 5), 1, xr::Op::Mean);
   CHECK(rows.result.count() == 2);
   CHECK(rows.result.value(1).f == 1.0);

@@ -149,7 +149,9 @@ class XR_API Reducer {
   // segments that start among its elements, and the part of a segment that began before them;
   // each such part goes to the rank where its segment starts, which combines the parts in rank
   // order (exact sums: their exact states, so the bits equal one process's). mean, any and all
-  // are refused here (InvalidArgument): reduce the sums or counts, and take the step on them.
+  // combine their fold's parts (sums, counts), then take their last step over the segment's
+  // length; exact means, and means of integers, merge the exact states of a spanning segment's
+  // parts (integers as f64) and round its quotient once.
   GlobalSegments reduce_segments(HostArray local, std::span<const std::int64_t> offsets, Op op,
                                  const RunOptions& options = {}, int root = -1);
 
