@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -233,10 +232,8 @@ struct Request {
   // Result::index counts from it.
   std::int64_t first_index = 0;
   DType type = DType::F32;
+  // Checked as asked; run as its kernel_op (a mean of floats as their sum, any and all as count_nonzero).
   Op op = Op::Sum;
-  // The op the caller named, where `op` is its kernel_op (a mean of floats, any, all): the
-  // request's checks and their messages name it.
-  std::optional<Op> asked;
   RunOptions options;
   FinishPolicy finish = FinishPolicy::Auto;
   // Chunks of host data (stream.hpp): when `sink` is set, one reduction (no warmup, no repeat)

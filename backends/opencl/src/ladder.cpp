@@ -397,19 +397,20 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     throw InvalidArgument("opencl: f64 needs cl_khr_fp64, which " + caps.name + " does not offer");
   const std::vector<Rung>& table = rung_table_of(device);
   const Rung& asked = find_rung(table, opt.kernel);
-  check_request(asked.info, rq.asked.value_or(rq.op), rq.type, rq.n, "opencl", opt);
-  const bool exact = opt.exact && exact_applies(rq.op, rq.type);
+  check_request(asked.info, rq.op, rq.type, rq.n, "opencl", opt);  // errors name the op asked for
+  const Op op = kernel_op(rq.op, rq.type);  // a mean of floats runs as their sum, any and all as count_nonzero
+  const bool exact = opt.exact && exact_applies(op, rq.type);
   const bool automatic = asked.info.kind == KernelKind::Auto;
-  const bool pair = is_pair(rq.op);
+  const bool pair = is_pair(op);
   // auto runs the rung it picks for this type (or for the pair ops), as that rung runs when
   // asked for by name.
   const Rung& rung =
       automatic ? find_rung(table, pair ? pair_rung_name(caps) : auto_rung_name(caps, rq.type)) : asked;
   const std::string kernel_name = automatic ? "auto:" + rung.info.name : rung.info.name;
 
-  const DType acc = result_dtype(rq.op, rq.type, opt.accumulator);
+  const DType acc = result_dtype(op, rq.type, opt.accumulator);
   // A partial and the result cell: a value of acc, or a pair op's record.
-  const std::size_t cell_size = xr::detail::cell_bytes(rq.op, rq.type, opt.accumulator);
+  const std::size_t cell_size = xr::detail::cell_bytes(op, rq.type, opt.accumulator);
   // The work-group tree's values.
   const std::size_t local_bytes = pair ? kPairLocalBytes : size_of(compute_dtype(acc));
 
@@ -419,13 +420,13 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   res.repeats = opt.repeat;
 
   if (rq.n == 0) {  // only sum and prod get here: their empty value, nothing launched
-    res.value = visit_dtype(acc, [&](auto t) { return Scalar::of(empty_value<decltype(t)>(rq.op)); });
+    res.value = visit_dtype(acc, [&](auto t) { return Scalar::of(empty_value<decltype(t)>(op)); });
     res.finish = "none";
     if (exact) {  // the empty exact sum: +0, an empty state
       if (exact_raw) *exact_raw = ExactSum::Raw{};
       xr::detail::set_exact(res, ExactSum::Raw{}, rq.type);
     }
-    xr::detail::fill_identity(res, "opencl", rq.n, rq.op, rq.type);
+    xr::detail::fill_identity(res, "opencl", rq.n, op, rq.type);
     return res;
   }
 
@@ -452,11 +453,11 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   if (k > kMaxCoarsening)
     throw InvalidArgument("opencl: coarsening " + std::to_string(k) + " exceeds " + std::to_string(kMaxCoarsening));
   const Finish finish =
-      rq.finish == FinishPolicy::Auto && !pair ? atomic_finish(caps, rq.op, acc) : Finish::Partials;
-  const std::string pair_options = pair ? pair_program_options(rung, caps, rq.type, rq.op) : std::string();
+      rq.finish == FinishPolicy::Auto && !pair ? atomic_finish(caps, op, acc) : Finish::Partials;
+  const std::string pair_options = pair ? pair_program_options(rung, caps, rq.type, op) : std::string();
   CachedKernel& first =
       pair ? cached_kernel(context, device, kPairSource, pair_options, kPairKernel)
-           : cached_kernel(context, device, kSource, rung_program_options(rung, caps, rq.type, acc, rq.op, finish), kKernel);
+           : cached_kernel(context, device, kSource, rung_program_options(rung, caps, rq.type, acc, op, finish), kKernel);
   const std::size_t limit = group_limit(first, caps, local_bytes);
   const std::size_t local = choose_work_group(opt.block_size, limit,
                                               rung.vector_width ? policy::kRunsWorkGroup : policy::kWorkGroup, caps,
@@ -496,7 +497,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     CachedKernel& next =
         pair ? cached_kernel(context, device, kPairSource, pair_options, kPairRecordsKernel)
              : cached_kernel(context, device, kSource,
-                             rung_program_options(rung, caps, acc, acc, fold_of(rq.op), Finish::Partials), kKernel);
+                             rung_program_options(rung, caps, acc, acc, fold_of(op), Finish::Partials), kKernel);
     const std::size_t local2 = std::min(local, group_limit(next, caps, local_bytes));
     int src = 0;
     std::uint64_t count = passes.back().groups;
@@ -528,7 +529,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   unsigned char ident[8] = {};  // the atomic finish's starting value
   if (finish != Finish::Partials)
     visit_dtype(acc, [&](auto t) {
-      const auto v = identity<decltype(t)>(rq.op);
+      const auto v = identity<decltype(t)>(op);
       std::memcpy(ident, &v, sizeof v);
     });
 
@@ -576,7 +577,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
     times = time_passes(rq.queue, profiling, steps, opt, &read);
   }
 
-  xr::detail::take_cell(res, xr::detail::read_cell(rq.op, rq.type, opt.accumulator, host));
+  xr::detail::take_cell(res, xr::detail::read_cell(op, rq.type, opt.accumulator, host));
   res.launches = static_cast<int>(passes.size());
   if (to_sink) res.repeats = 0;
   res.finish = finish != Finish::Partials ? finish_name(finish)
@@ -585,7 +586,7 @@ Result reduce_on_queue(const Request& rq, ExactSum::Raw* exact_raw) {
   res.kernel_ms = times.kernel_ms;
   res.transfer_ms = times.read_ms;
   res.rounding_depth = pair ? 0 : depth;  // a pair op compares and never rounds
-  xr::detail::fill_identity(res, "opencl", rq.n, rq.op, rq.type);
+  xr::detail::fill_identity(res, "opencl", rq.n, op, rq.type);
   return res;
 }
 

@@ -67,13 +67,11 @@ Result reduce(cl_command_queue queue, cl_mem buffer, std::uint64_t offset, std::
   rq.offset = offset;
   rq.n = n;
   rq.type = type;
-  rq.op = kernel_op(op, type);  // a mean of floats runs as their sum, any and all as count_nonzero
-  rq.asked = op;
+  rq.op = op;
   rq.options = options;
   Result r = detail::reduce_on_queue(rq);
   if (xr::detail::needs_nan_twin(op, r.value)) {  // every element NaN, or the extreme an infinity
     rq.op = xr::detail::nan_twin(op);
-    rq.asked.reset();
     rq.options.warmup = 0;
     rq.options.repeat = 1;
     xr::detail::settle_with_twin(r, detail::reduce_on_queue(rq).value);
