@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "xreduce/buffer.hpp"
 #include "xreduce/error.hpp"
 #include "xreduce/registry.hpp"
 
@@ -109,6 +110,13 @@ void refuse_empty_values(CLI::App& app) {
       "", "NONEMPTY");
   for (CLI::Option* option : app.get_options())
     if (option->get_expected_min() > 0) option->check(non_empty);
+}
+
+void check_fits_memory(DType t, std::uint64_t n, const std::string& what) {
+  const std::uint64_t memory = host_memory_bytes() / 2;
+  if (n > memory / size_of(t))
+    throw InvalidArgument(what + ": " + std::to_string(n) + " " + std::string(to_string(t)) + " elements need more than " +
+                          format_bytes(memory) + ", half of this machine's memory");
 }
 
 int report(const std::string& message, int code) {

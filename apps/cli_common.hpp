@@ -61,6 +61,10 @@ CLI::Option* add_backend_option(CLI::App& app, std::string& backend);
 // No option of `app` takes an empty value: '' is refused rather than read as "not given".
 void refuse_empty_values(CLI::App& app);
 
+// Refuses `n` elements of `t` held in memory where they pass half of this machine's memory:
+// "--n: 10 f32 elements need more than 8.0 GiB, half of this machine's memory" (`what` begins it).
+void check_fits_memory(DType t, std::uint64_t n, const std::string& what);
+
 // One line on stderr: control characters escaped, an overlong message cut. Returns `code`.
 int report(const std::string& message, int code);
 

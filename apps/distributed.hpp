@@ -6,6 +6,15 @@
 //                          index, so the input is the same whatever the rank count
 //   --input FILE           a regular raw or .npy file; each rank streams only its byte range
 //   --share W              this rank's weight in the split (0: it holds nothing); default 1
+//   --shape, --axis        a 2-D array (generated, or a .npy file) split by whole rows: each rank
+//                          holds its rows; axis 1 gives each row's value, axis 0 each column's over
+//                          every rank's rows (xr::mpi::Reducer::reduce_axis)
+//   --segments, --offsets  CSR segments of a 1-D array split by elements, so a segment may span
+//                          ranks (xr::mpi::Reducer::reduce_segments)
+//
+// A segmented reduction's values are gathered on rank 0, which checks them against one
+// process's reference over the whole input (streamed: a file or the generated sequence is read in
+// chunks, so rank 0 never holds the whole input) and writes --save-result.
 //
 // Every rank agrees on what is reduced (op, type, size, source, exact mode, runs) before anything
 // runs, and a rank that fails makes every rank exit with its error: one line, printed by rank 0.
@@ -18,6 +27,7 @@
 #include <optional>
 #include <string>
 
+#include "segmented.hpp"
 #include "xreduce/xreduce.hpp"
 
 namespace xr::cli {
@@ -37,6 +47,8 @@ struct DistributedJob {
   std::uint64_t seed = 42;
   std::uint64_t share = 1;
   bool json = false;
+  // A segmented reduction (its backends unused: each rank runs `backend`); empty: one value.
+  std::optional<SegmentedArgs> segmented;
 };
 
 // A rank's command line as read before anything runs. `error`: it could not be read (a usage

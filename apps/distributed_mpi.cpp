@@ -9,6 +9,7 @@
 
 #include "cli_common.hpp"
 #include "distributed.hpp"
+#include "segmented.hpp"
 #include "table.hpp"
 #include "xreduce/mpi.hpp"
 #include "xreduce/reference.hpp"
@@ -55,13 +56,17 @@ void agree_same(MPI_Comm comm, const std::string& mine) {
   });
 }
 
+// ", wide accumulator, exact, 1 warm-up and 5 timed runs"
+std::string runs_text(const DistributedJob& job) {
+  return ", " + std::string(to_string(job.options.accumulator)) + " accumulator" + (job.options.exact ? ", exact" : "") +
+         ", " + std::to_string(job.options.warmup) + " warm-up and " + std::to_string(job.options.repeat) + " timed runs";
+}
+
 std::string describe(const DistributedJob& job, std::uint64_t total, DType type) {
   const std::string source = job.input.empty() ? std::string(to_string(job.dist)) + ", seed " + std::to_string(job.seed)
                                                : printable(job.input);
   return std::string(to_string(job.op)) + " of " + std::to_string(total) + " " + std::string(to_string(type)) + " (" +
-         source + "), " + std::string(to_string(job.options.accumulator)) + " accumulator" +
-         (job.options.exact ? ", exact" : "") + ", " + std::to_string(job.options.warmup) + " warm-up and " +
-         std::to_string(job.options.repeat) + " timed runs";
+         source + ")" + runs_text(job);
 }
 
 void print_table(const mpi::GlobalResult& g, const Reference& ref, const Agreement& agreement, const std::string& what) {
@@ -102,6 +107,67 @@ json to_json(const mpi::GlobalResult& g, const Reference& ref, const Agreement& 
   return {{"ranks", rows}, {"result", result}};
 }
 
+// A segmented reduction over the ranks (the header says how it splits): each rank reads its part
+// into memory, the values are gathered on rank 0, and rank 0 checks them and saves them.
+int run_segmented(MPI_Comm comm, const DistributedJob& job, const SegmentedInput& in) {
+  const SegmentedArgs& args = *job.segmented;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const DType type = in.source->type();
+  agree_same(comm, std::string(to_string(job.op)) + " of " + in.what + runs_text(job));
+  const bool by_axis = in.layout.kind != SegmentKind::Offsets;
+  const std::uint64_t unit = by_axis ? in.shape.cols : 1;  // elements of one unit of the split
+  const mpi::Part part = mpi::partition(comm, by_axis ? in.shape.rows : in.source->size(), static_cast<double>(job.share));
+  HostBuffer mine;
+  local_step(comm, [&] {
+    check_fits_memory(type, part.count * unit, "this rank's part");
+    mine = HostBuffer(type, part.count * unit);
+    auto* out = static_cast<unsigned char*>(mine.data());
+    if (by_axis && in.shape.order == Order::Fortran) {  // each column's run of this rank's rows
+      for (std::uint64_t c = 0; c < in.shape.cols; ++c)
+        in.source->read(c * in.shape.rows + part.first, part.count, out + c * part.count * size_of(type));
+    } else {
+      in.source->read(part.first * unit, part.count * unit, out);
+    }
+  });
+  mpi::Reducer reducer(comm, {job.backend, job.device});
+  const mpi::GlobalSegments g =
+      by_axis ? reducer.reduce_axis(HostMatrix{mine.data(), type, {part.count, in.shape.cols, 0, in.shape.order}},
+                                    in.axis, job.op, job.options, 0)
+              : reducer.reduce_segments(mine.view(), in.offsets, job.op, job.options, 0);
+  int status = kAgree;
+  local_step(comm, [&] {
+    if (rank != 0) return;
+    const SegmentReference ref = reference_segments(*in.source, in.layout, job.op, job.options.accumulator,
+                                                    reference_chunk_bytes(job.options, type));
+    const SegmentAgreement agreement = check_segments(g.result, ref, job.options.exact);
+    status = agreement.ok() ? kAgree : kDisagree;
+    if (!args.save_result.empty()) save_values(args.save_result, g.result);
+    const Result& r = g.result.record;
+    const double gbps = r.total_ms > 0 ? static_cast<double>(r.n * size_of(type)) / (r.total_ms * 1e6) : 0;
+    const std::string agree = std::to_string(agreement.agree) + "/" + std::to_string(agreement.count);
+    if (job.json) {
+      const json result = {{"op", to_string(job.op)}, {"type", to_string(type)}, {"layout", to_string(in.layout.kind)},
+                           {"count", g.result.count()}, {"n", r.n}, {"ranks", g.ranks},
+                           {"value_type", to_string(g.result.values.type())}, {"first_values", first_values(g.result)},
+                           {"agrees", agreement.ok()}, {"agree", agreement.agree}, {"detail", agreement.detail},
+                           {"kernel", r.kernel}, {"kernel_ms", r.kernel_ms}, {"total_ms", r.total_ms},
+                           {"bytes_per_s", gbps * 1e9}, {"exact", job.options.exact}};
+      std::cout << json{{"result", result}}.dump(2) << '\n';
+      return;
+    }
+    std::cout << to_string(job.op) << " of " << in.what << " over " << g.ranks
+              << " ranks; reference by rank 0 over the whole input\n";
+    Table t({"values", "first values", "agree", "rank 0 kernel", "rank 0 ms", "total ms", "GB/s"});
+    t.add({std::to_string(g.result.count()), first_values(g.result), agreement.ok() ? agree : "NO " + agree + ": " + agreement.detail,
+           r.kernel, fixed(r.kernel_ms, 3), fixed(r.total_ms, 3), fixed(gbps, 1)});
+    t.print(std::cout);
+    if (!args.save_result.empty()) std::cout << "values saved to " << args.save_result << '\n';
+  });
+  MPI_Bcast(&status, 1, MPI_INT, 0, comm);
+  return status;
+}
+
 // Whether any rank's command line leaves early (--help), agreed on by every rank: the lowest such
 // rank prints, and every rank returns its exit code. Empty when no rank leaves.
 std::optional<int> leave_together(MPI_Comm comm, const CommandLine& line) {
@@ -131,22 +197,28 @@ int run(MPI_Comm comm, const CommandLine& line, const std::function<DistributedJ
   if (const std::optional<int> code = leave_together(comm, line)) return *code;
   DistributedJob job;
   std::unique_ptr<FileSource> file;
+  SegmentedInput segmented;
   std::uint64_t total = 0;
   DType type = DType::F32;
   local_step(comm, [&] {
     if (line.error) std::rethrow_exception(line.error);
     job = make_job();
+    if ((job.segmented ? job.segmented->input : job.input) == "-")
+      throw InvalidArgument("--input: standard input cannot be split over ranks; under mpirun give a raw or .npy file");
+    if (job.segmented) {
+      segmented = plan_segmented(*job.segmented);
+      return;
+    }
     if (job.input.empty()) {
       total = job.n;
       type = job.type;
       return;
     }
-    if (job.input == "-")
-      throw InvalidArgument("--input: standard input cannot be split over ranks; under mpirun give a raw or .npy file");
     file = std::make_unique<FileSource>(job.input, job.file_type, job.format, job.bound);
     total = file->size();
     type = file->type();
   });
+  if (job.segmented) return run_segmented(comm, job, segmented);
   const std::string what = describe(job, total, type);
   agree_same(comm, what);
 
@@ -158,10 +230,7 @@ int run(MPI_Comm comm, const CommandLine& line, const std::function<DistributedJ
       mine = std::make_unique<SliceSource>(*file, part.first, part.count);
       return;
     }
-    const std::uint64_t memory = host_memory_bytes() / 2;
-    if (part.count > memory / size_of(type))
-      throw InvalidArgument("--n: this rank's " + std::to_string(part.count) + " " + std::string(to_string(type)) +
-                            " elements need more than " + format_bytes(memory) + ", half of this machine's memory");
+    check_fits_memory(type, part.count, "--n: this rank's part");
     generated = generate_slice(type, total, part.first, part.count, job.dist, job.seed);
     mine = std::make_unique<ArraySource>(generated.view());
   });

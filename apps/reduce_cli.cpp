@@ -117,10 +117,10 @@ class App {
     refuse(!args_.save.empty(), "--save");
     refuse(!args_.plot.empty(), "--plot");
     refuse_device_options();
-    if (const std::string option = segmented_option(args_); !option.empty())
-      throw InvalidArgument(option + " is for a segmented reduction, which runs in one process; under mpirun the "
-                                     "ranks reduce one array (--n or a 1-D --input) to one value");
     DistributedJob job;
+    const bool segmented = segmented_mode();
+    if (segmented && !args_.stride.empty())
+      throw InvalidArgument("--stride lays out one process's array; under mpirun each rank holds its rows densely");
     job.backend = args_.backend == "all" ? "auto" : args_.backend;
     job.device.platform = platform_;
     job.device.device = args_.device;
@@ -136,6 +136,12 @@ class App {
     job.seed = seed_;
     job.share = parse_whole(args_.share, "--share", 0, std::uint64_t{1} << 40, "a rank's weight");
     job.json = args_.json;
+    if (segmented) {
+      job.segmented = segmented_args();
+      job.segmented->options = job.options;
+      job.segmented->op = job.op;
+      return job;
+    }
     if (args_.input.empty()) {
       job.n = parse_count(args_.n_text, "--n");
     } else {
@@ -163,12 +169,12 @@ class App {
                              ? HostPath::Resident
                              : HostPath::Stream;
     op_ = parse_op(args_.op);
-    if (segmented_requested(args_.shape, args_.segments, args_.offsets, args_.axis_given)) return segmented();
-    if (const std::string option = segmented_option(args_); !option.empty() && option != "--save-result")
-      throw InvalidArgument(option + " shapes a segmented reduction; give --shape, --segments, --offsets or --axis "
-                                     "(a whole-array reduction has no rows or segments)");
-    if (!args_.save_result.empty()) throw InvalidArgument("--save-result writes the values of a segmented reduction "
-                                                          "(--shape, --segments, --offsets or --axis)");
+    if (segmented_mode()) {
+      SegmentedArgs s = segmented_args();
+      s.backends = selected_backends();
+      s.backend_named = args_.backend != "all";
+      return run_segmented(s);
+    }
     load_input();
     if (options_.chunk_elements) chunk_elements(options_, size_of(type_), 3);  // its limits, before any run
     if (args_.kernel != "list") {
@@ -315,10 +321,7 @@ class App {
     } else {
       const std::uint64_t n = parse_count(args_.n_text, "--n");
       const DType t = type.value_or(DType::F32);
-      const std::uint64_t memory = host_memory_bytes() / 2;
-      if (n > memory / size_of(t))
-        throw InvalidArgument("--n: " + std::to_string(n) + " " + std::string(to_string(t)) + " elements need more than " +
-                              format_bytes(memory) + ", half of this machine's memory");
+      check_fits_memory(t, n, "--n");
       input_ = generate(t, n, parse_dist(args_.dist), seed_);
       source_ = std::string(to_string(parse_dist(args_.dist))) + ", seed " + std::to_string(seed_);
       if (!args_.save.empty()) {
@@ -333,13 +336,26 @@ class App {
   }
   std::string source_;
 
-  int segmented() {
-    if (!args_.save.empty() || !args_.plot.empty() || args_.n_given)
-      throw InvalidArgument("a segmented reduction takes its size from --shape, --segments or --offsets; --n, --save "
-                            "and --plot are for whole-array reductions");
+  // Whether the options ask for a segmented reduction (--shape, --segments, --offsets, --axis);
+  // a segmented option without one of them is an error.
+  bool segmented_mode() const {
+    if (segmented_requested(args_.shape, args_.segments, args_.offsets, args_.axis_given)) {
+      if (!args_.save.empty() || !args_.plot.empty() || args_.n_given)
+        throw InvalidArgument("a segmented reduction takes its size from --shape, --segments or --offsets; --n, --save "
+                              "and --plot are for whole-array reductions");
+      return true;
+    }
+    if (const std::string option = segmented_option(args_); !option.empty() && option != "--save-result")
+      throw InvalidArgument(option + " shapes a segmented reduction; give --shape, --segments, --offsets or --axis "
+                                     "(a whole-array reduction has no rows or segments)");
+    if (!args_.save_result.empty()) throw InvalidArgument("--save-result writes the values of a segmented reduction "
+                                                          "(--shape, --segments, --offsets or --axis)");
+    return false;
+  }
+
+  // The segmented reduction's arguments (options_ read first); backends are the caller's.
+  SegmentedArgs segmented_args() const {
     SegmentedArgs s;
-    s.backends = selected_backends();
-    s.backend_named = args_.backend != "all";
     s.device.platform = platform_;
     s.device.device = args_.device;
     s.options = options_;
@@ -361,7 +377,7 @@ class App {
     s.offsets = args_.offsets;
     s.save_result = args_.save_result;
     s.json = args_.json;
-    return run_segmented(s);
+    return s;
   }
 
   std::vector<std::string> selected_backends() const {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <cstring>
 
 #include "cli_common.hpp"
 #include "table.hpp"
@@ -61,14 +62,25 @@ std::vector<std::uint64_t> segment_lengths(const SegmentedArgs& a, std::uint64_t
   return lengths;
 }
 
-// Generated data: `n` elements of `t`, at most half of this machine's memory.
-HostBuffer generate_checked(DType t, std::uint64_t n, const SegmentedArgs& a, const std::string& option) {
-  const std::uint64_t memory = host_memory_bytes() / 2;
-  if (n > memory / size_of(t))
-    throw InvalidArgument(option + ": " + std::to_string(n) + " " + std::string(to_string(t)) +
-                          " elements need more than " + format_bytes(memory) + ", half of this machine's memory");
-  return generate(t, n, a.dist, a.seed);
-}
+// The data `generate` makes, read in slices (GeneratedSource::read makes only the slice asked for).
+class GeneratedSource final : public ChunkSource {
+ public:
+  GeneratedSource(DType type, std::uint64_t n, Dist dist, std::uint64_t seed)
+      : type_(type), n_(n), dist_(dist), seed_(seed) {}
+  DType type() const override { return type_; }
+  std::uint64_t size() const override { return n_; }
+  std::string name() const override { return "generated data"; }
+  void read(std::uint64_t first, std::uint64_t count, void* dst) override {
+    const HostBuffer slice = generate_slice(type_, n_, first, count, dist_, seed_);
+    std::memcpy(dst, slice.data(), slice.bytes());
+  }
+
+ private:
+  DType type_;
+  std::uint64_t n_;
+  Dist dist_;
+  std::uint64_t seed_;
+};
 
 // A run of one strategy on one backend.
 struct Run {
@@ -77,6 +89,8 @@ struct Run {
   SegmentAgreement agreement;
   KernelKind kind = KernelKind::Rung;
 };
+
+}  // namespace
 
 // The first three values; argmin and argmax as value@index, minmax as min..max.
 std::string first_values(const SegmentedResult& r) {
@@ -90,23 +104,20 @@ std::string first_values(const SegmentedResult& r) {
   return s.empty() ? "-" : s;
 }
 
-}  // namespace
-
 bool segmented_requested(const std::string& shape, const std::string& segments, const std::string& offsets,
                          bool axis_given) {
   return !shape.empty() || !segments.empty() || !offsets.empty() || axis_given;
 }
 
-int run_segmented(const SegmentedArgs& a) {
-  // The data and the layout: a file streams from disk (memory stays bounded by a few chunks, as
-  // whole-array reductions of files); generated data lie in memory.
-  HostBuffer data;
+SegmentedInput plan_segmented(const SegmentedArgs& a) {
+  SegmentedInput in;
   std::unique_ptr<ChunkSource> file;
-  MatrixShape shape;
-  SegmentLayout layout;
-  std::vector<std::int64_t> offsets;
+  std::uint64_t generated = 0;  // elements of generated data
+  MatrixShape& shape = in.shape;
+  SegmentLayout& layout = in.layout;
+  std::vector<std::int64_t>& offsets = in.offsets;
   std::string what;
-  const int axis = static_cast<int>(parse_whole(a.axis, "--axis", 0, 1, "a 2-D array has axes 0 and 1"));
+  const int axis = in.axis = static_cast<int>(parse_whole(a.axis, "--axis", 0, 1, "a 2-D array has axes 0 and 1"));
   const bool by_axis = !a.shape.empty() || (a.segments.empty() && a.offsets.empty());
   if (by_axis && (!a.segments.empty() || !a.offsets.empty()))
     throw InvalidArgument("--shape (or a 2-D .npy) and --segments/--offsets are two different reductions: give one");
@@ -133,8 +144,7 @@ int run_segmented(const SegmentedArgs& a) {
       const auto [rows, cols] = parse_shape(a.shape);
       shape = {rows, cols, a.stride.empty() ? 0 : parse_count(a.stride, "--stride"),
                a.order == "c" ? Order::C : Order::Fortran};
-      const std::uint64_t span = axis_layout(shape, 0).span();
-      data = generate_checked(a.type.value_or(DType::F32), span, a, "--shape");
+      generated = axis_layout(shape, 0).span();
       what = std::string(to_string(a.dist)) + ", seed " + std::to_string(a.seed);
     }
     layout = axis_layout(shape, axis);
@@ -171,11 +181,10 @@ int run_segmented(const SegmentedArgs& a) {
       what = a.input;
     } else {
       if (!offsets.empty() && offsets.back() < 0) check_offsets(offsets, 0);
-      data = generate_checked(a.type.value_or(DType::F32),
-                              offsets.empty() ? 0 : static_cast<std::uint64_t>(offsets.back()), a, "--segments");
+      generated = offsets.empty() ? 0 : static_cast<std::uint64_t>(offsets.back());
       what = std::string(to_string(a.dist)) + ", seed " + std::to_string(a.seed);
     }
-    check_offsets(offsets, file ? file->size() : data.size());
+    check_offsets(offsets, file ? file->size() : generated);
     layout.kind = SegmentKind::Offsets;
     layout.count = offsets.size() - 1;
     layout.offsets = offsets.data();
@@ -185,19 +194,46 @@ int run_segmented(const SegmentedArgs& a) {
     what = std::to_string(layout.count) + " segments of " + std::to_string(layout.elements()) + " elements (longest " +
            std::to_string(longest) + "; " + what + ")";
   }
-
-  ArraySource generated(data.view());
-  ChunkSource& source = file ? *file : generated;
-  const DType type = source.type();
+  in.generated = !file;
+  in.source = file ? std::move(file)
+                   : std::make_unique<GeneratedSource>(a.type.value_or(DType::F32), generated, a.dist, a.seed);
+  in.what = std::move(what);
   // NumPy has no bf16 (bf16 min and max are bf16): say so before anything runs.
-  if (a.save_result.ends_with(".npy") && result_dtype(a.op, type, a.options.accumulator) == DType::BF16)
+  if (a.save_result.ends_with(".npy") &&
+      result_dtype(a.op, in.source->type(), a.options.accumulator) == DType::BF16)
     throw InvalidArgument("--save-result " + a.save_result +
                           ": bf16 values have no .npy type; a name not ending in .npy writes them as raw bytes");
-  // The reference reads a file in chunks too: --chunk's (its limits checked first), else 64 MiB.
-  std::uint64_t reference_chunk = std::uint64_t{64} << 20;
-  if (a.options.chunk_elements)
-    reference_chunk = chunk_elements(a.options, size_of(type), 2) * size_of(type);
-  const SegmentReference ref = reference_segments(source, layout, a.op, a.options.accumulator, reference_chunk);
+  return in;
+}
+
+std::uint64_t reference_chunk_bytes(const RunOptions& options, DType type) {
+  return options.chunk_elements ? chunk_elements(options, size_of(type), 2) * size_of(type) : std::uint64_t{64} << 20;
+}
+
+void save_values(const std::string& path, const SegmentedResult& result) {
+  const HostArray values = result.values.view();
+  if (path.ends_with(".npy")) save_npy(path, values);
+  else save_raw(path, values);
+}
+
+int run_segmented(const SegmentedArgs& a) {
+  // The data and the layout: a file streams from disk (memory stays bounded by a few chunks, as
+  // whole-array reductions of files); generated data lie in memory.
+  const SegmentedInput in = plan_segmented(a);
+  const MatrixShape& shape = in.shape;
+  const SegmentLayout& layout = in.layout;
+  const std::vector<std::int64_t>& offsets = in.offsets;
+  const int axis = in.axis;
+  HostBuffer data;
+  if (in.generated) {
+    check_fits_memory(in.source->type(), in.source->size(), layout.kind == SegmentKind::Offsets ? "--segments" : "--shape");
+    data = generate(in.source->type(), in.source->size(), a.dist, a.seed);
+  }
+  ArraySource generated(data.view());
+  ChunkSource& source = in.generated ? generated : *in.source;
+  const DType type = source.type();
+  const SegmentReference ref =
+      reference_segments(source, layout, a.op, a.options.accumulator, reference_chunk_bytes(a.options, type));
   std::vector<Run> runs;
   json out = json::array();
   int status = kAgree;
@@ -249,16 +285,14 @@ int run_segmented(const SegmentedArgs& a) {
   }
   if (!a.save_result.empty()) {
     if (runs.empty()) throw InvalidArgument("--save-result: no backend ran");
-    const HostArray values = runs.front().result.values.view();
-    if (a.save_result.ends_with(".npy")) save_npy(a.save_result, values);
-    else save_raw(a.save_result, values);
+    save_values(a.save_result, runs.front().result);
   }
   if (a.json) {
     std::cout << out.dump(2) << '\n';
     return status;
   }
   if (a.options.kernel == "list") return kAgree;
-  std::cout << to_string(a.op) << " of " << what << "; median of " << a.options.repeat << " after "
+  std::cout << to_string(a.op) << " of " << in.what << "; median of " << a.options.repeat << " after "
             << a.options.warmup << " warm-up; GB/s counts bytes read and written\n";
   const Run* cub = nullptr;
   for (const auto& r : runs)

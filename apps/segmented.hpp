@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,29 @@ struct SegmentedArgs {
   std::string save_result;            // the values of the first run: .npy by name, else raw bytes
   bool json = false;
 };
+
+// What a segmented reduction reduces, before any element is read: its layout, and its elements
+// as a source (a file, or the generated sequence, which GeneratedSource makes slice by slice).
+// Every argument is checked here, and the offsets against the input's size.
+struct SegmentedInput {
+  std::unique_ptr<ChunkSource> source;  // the whole input
+  bool generated = false;               // source makes `generate`'s values; else it reads a file
+  MatrixShape shape;                    // rows and columns, by axis
+  int axis = 1;
+  SegmentLayout layout;                 // Offsets: layout.offsets points into offsets
+  std::vector<std::int64_t> offsets;
+  std::string what;                     // "4x4 C array (uniform, seed 42), axis 1: 4 values"
+};
+SegmentedInput plan_segmented(const SegmentedArgs& args);
+
+// The chunk the reference reads a file by: --chunk's (its limits checked), else 64 MiB.
+std::uint64_t reference_chunk_bytes(const RunOptions& options, DType type);
+
+// --save-result: the values as .npy (by the name) or raw bytes.
+void save_values(const std::string& path, const SegmentedResult& result);
+
+// The first three values, as the tables show them: argmin and argmax value@index, minmax min..max.
+std::string first_values(const SegmentedResult& result);
 
 // True when the arguments ask for a segmented reduction.
 bool segmented_requested(const std::string& shape, const std::string& segments, const std::string& offsets,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli_run.hpp"
+#include "npy_bytes.hpp"
 
 using namespace xr_cli_test;
 
@@ -156,29 +157,86 @@ TEST_CASE("a rank that prints and exits (--help) or is refused ends every rank a
   }
 }
 
-TEST_CASE("segmented options are refused under mpirun, on every rank, before anything runs") {
-  const std::string npy = scratch("mpi_matrix.npy", "");
-  REQUIRE(cli("-b omp --shape 4x4 --save-result " + npy).code == 0);  // a 4-value .npy, any file will do
-  const std::string saved = scratch("mpi_saved.npy", "");
-  std::filesystem::remove(saved);
+// One process's --save-result bytes and the same job's under mpirun, for 1 to 4 ranks (the last
+// rank holding nothing where `share` is given): the values must be the same bytes, and agree.
+void check_segmented_bits(const std::string& args) {
+  CAPTURE(args);
+  const std::string one_path = scratch("mpi_seg_one.bin", ""), many_path = scratch("mpi_seg_many.bin", "");
+  const Run one = cli("-b omp --repeat 1 --warmup 0 " + args + " --save-result " + one_path);
+  REQUIRE_MESSAGE(one.code == 0, one.out);
+  const std::string want = read_file(one_path);
+  for (int ranks = 1; ranks <= 4; ++ranks) {
+    const std::string job = cli_path() + " -b omp --repeat 1 --warmup 0 --json " + args + " --save-result " + many_path;
+    // 3 ranks: the last holds nothing (an MPMD line, --share 0), so a part may be empty.
+    const std::string line = ranks == 3 ? "-n 2 " + job + " : -n 1 " + job + " --share 0"
+                                        : "-n " + std::to_string(ranks) + " " + job;
+    std::filesystem::remove(many_path);
+    const Run r = mpirun(line);
+    REQUIRE_MESSAGE(r.code == 0, ranks << " ranks: " << r.out);
+    const nlohmann::json g = global(r);
+    CHECK(g.at("agrees").get<bool>());
+    CHECK(g.at("ranks").get<int>() == ranks);
+    CHECK_MESSAGE(read_file(many_path) == want, ranks << " ranks: the values differ from one process's");
+  }
+}
+
+TEST_CASE("rows and columns of a 2-D array split by rows over 1 to 4 ranks: one process's values") {
+  for (const char* order : {"c", "fortran"})
+    for (const char* axis : {"0", "1"}) {
+      const std::string layout = std::string(" --shape 37x13 --order ") + order + " --axis " + axis;
+      check_segmented_bits("--op sum --exact --type f32 --dist cancel" + layout);
+      check_segmented_bits("--op argmax --type f64 --dist normal" + layout);
+      check_segmented_bits("--op mean --type i32" + layout);
+    }
+  check_segmented_bits("--op minmax --type u8 --shape 5x300 --axis 0");
+  check_segmented_bits("--op all --type i8 --shape 300x3 --axis 1");
+  // A .npy file in either order (values with ties, for argmin and argmax): each rank reads its rows.
+  for (const bool fortran : {false, true}) {
+    constexpr int kRows = 41, kCols = 7;
+    std::vector<double> v(kRows * kCols);
+    for (int r = 0; r < kRows; ++r)
+      for (int c = 0; c < kCols; ++c) v[fortran ? c * kRows + r : r * kCols + c] = (r * 7 + c * 3) % 11 - 5.0;
+    const std::string npy = scratch(fortran ? "mpi_matrix_f.npy" : "mpi_matrix_c.npy",
+                                    xr_npy_test::npy_bytes(std::string("{'descr': '<f8', 'fortran_order': ") +
+                                                               (fortran ? "True" : "False") + ", 'shape': (41, 7), }",
+                                                           xr_npy_test::bytes_of<double>(v)));
+    for (const char* axis : {"0", "1"}) {
+      check_segmented_bits("--op argmin --input " + npy + " --axis " + axis);
+      check_segmented_bits("--op sum --exact --input " + npy + " --axis " + axis);
+    }
+  }
+}
+
+TEST_CASE("CSR segments over 1 to 4 ranks, spanning ranks and empty: one process's values") {
+  check_segmented_bits("--op sum --exact --type f64 --dist wide --segments 200 --seg-dist uniform:0:40");
+  check_segmented_bits("--op argmin --type f32 --dist normal --segments 61 --seg-len 17");
+  check_segmented_bits("--op nanmax --type f16 --segments 90 --seg-dist uniform:0:9");
+  check_segmented_bits("--op count_nonzero --type u8 --segments 3 --seg-len 1000");
+  // Offsets and data from files.
+  const std::string data = scratch("mpi_seg_data.npy", "");
+  REQUIRE(cli("-b omp --n 1000 --type f32 --dist normal --save " + data).code == 0);
+  const std::string offsets =
+      scratch("mpi_seg_offsets.bin", xr_npy_test::bytes_of<std::int64_t>({0, 0, 10, 500, 501, 999, 1000}));
+  check_segmented_bits("--op max --input " + data + " --offsets " + offsets);
+}
+
+TEST_CASE("segmented options under mpirun: what does not apply is refused on every rank, with one line") {
   const std::pair<std::string, std::string> cases[] = {
-      {"--shape 4x4", "--shape"},
-      {"--input " + npy + " --axis 0 --save-result " + saved, "--axis"},
-      {"--offsets " + npy, "--offsets"},
-      {"--segments 3 --seg-len 2", "--segments"},
-      {"--save-result " + saved, "--save-result"},
-      {"--seg-len 2", "--seg-len"},
-      {"--seg-dist uniform:1:3", "--seg-dist"},
-      {"--stride 8", "--stride"},
-      {"--order fortran", "--order"},
+      {"--shape 4x4 --stride 8", "--stride lays out one process's array"},
+      {"--stride 8", "--stride shapes a segmented reduction"},
+      {"--seg-len 2", "--seg-len shapes a segmented reduction"},
+      {"--save-result /dev/null", "--save-result writes the values of a segmented reduction"},
+      {"--shape 4x4 --n 16", "takes its size from --shape"},
+      {"--shape 4x4 --segments 3 --seg-len 2", "two different reductions"},
+      {"--segments 3 --seg-len 2 --input -", "standard input cannot be split"},
+      {"--shape 4x4 --kernel all", "--kernel all is for one process"},
   };
-  for (const auto& [args, option] : cases) {
-    const Run r = mpirun("-n 2 " + cli_path() + " -b omp --n 1000 " + args);
+  for (const auto& [args, message] : cases) {
+    const Run r = mpirun("-n 2 " + cli_path() + " -b omp " + args + " </dev/null");
     CHECK_MESSAGE(r.code == 2, args << ": " << r.out);
     CHECK_MESSAGE(count(r.out, "reduce_cli: error: ") == 1, r.out);
-    CHECK_MESSAGE(r.out.find(option + " is for a segmented reduction") != std::string::npos, r.out);
+    CHECK_MESSAGE(r.out.find(message) != std::string::npos, args << ": " << r.out);
   }
-  CHECK_FALSE(std::filesystem::exists(saved));
 }
 
 TEST_CASE("--share needs mpirun") {
