@@ -16,22 +16,26 @@ bool KernelInfo::supports(Op op, DType type) const {
          std::find(left_out.begin(), left_out.end(), std::pair{op, type}) == left_out.end();
 }
 
+void check_exact_request(Op op, DType type) {
+  if (is_pair(op))
+    throw InvalidArgument("exact mode covers sums; " + std::string(to_string(op)) +
+                          " compares values and is exact without it");
+  if (is_mapped(op) && !exact_applies(op, type))
+    throw InvalidArgument(finalize_of(op) == Finalize::DivideByCount
+                              ? "exact mode covers the means of floats; the mean of " + std::string(to_string(type)) +
+                                    " sums its values in f64 (as NumPy's) and has no exact mode"
+                              : "exact mode covers sum and mean; " + std::string(to_string(op)) + " has no exact mode");
+  if (op == Op::Prod && is_float(type))
+    throw InvalidArgument("exact mode covers sums; a float product has no exact mode");
+}
+
 void check_request(const KernelInfo& kernel, Op op, DType type, std::uint64_t n, std::string_view backend,
                    const RunOptions& options) {
   const bool exact = options.exact;
   if (kernel.kind != KernelKind::Probe && !kernel.supports(op, type))
     throw InvalidArgument(std::string(backend) + " kernel '" + kernel.name + "' does not support " +
                           std::string(to_string(op)) + " on " + std::string(to_string(type)));
-  if (exact && is_pair(op))
-    throw InvalidArgument("exact mode covers sums; " + std::string(to_string(op)) +
-                          " compares values and is exact without it");
-  if (exact && is_mapped(op) && !exact_applies(op, type))
-    throw InvalidArgument(finalize_of(op) == Finalize::DivideByCount
-                              ? "exact mode covers the means of floats; the mean of " + std::string(to_string(type)) +
-                                    " sums its values in f64 (as NumPy's) and has no exact mode"
-                              : "exact mode covers sum and mean; " + std::string(to_string(op)) + " has no exact mode");
-  if (exact && op == Op::Prod && is_float(type))
-    throw InvalidArgument("exact mode covers sums; a float product has no exact mode");
+  if (exact) check_exact_request(op, type);
   if (exact && exact_applies(op, type) && !kernel.exact && kernel.kind != KernelKind::Probe)
     throw InvalidArgument(std::string(backend) + " kernel '" + kernel.name + "' has no exact mode");
   if (options.accumulator == Accumulator::Native && is_half(type))

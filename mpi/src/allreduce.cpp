@@ -4,6 +4,8 @@
 // and a result that depends on no algorithm or topology of the MPI library.
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -13,6 +15,7 @@
 #include "xreduce/error.hpp"
 #include "xreduce/exact.hpp"
 #include "xreduce/mpi.hpp"
+#include "xreduce/reducer.hpp"
 #include "xreduce/semantics.hpp"
 
 namespace xr::mpi {
@@ -54,53 +57,107 @@ void agree_on(MPI_Comm comm, const Request& mine) {
 }
 
 // The ranks' values of one element, `stride` apart, reduced: folds in rank order in the compute
-// type (f16 and bf16 in f32), rounded once to T; exact sums through ExactSum.
+// type (f16 and bf16 in f32), rounded once to T.
 template <class T, class Fn> T fold_in_rank_order(const T* v, std::size_t ranks, std::size_t stride) {
   using C = compute_t<T>;
   C acc = static_cast<C>(v[0]);
   for (std::size_t r = 1; r < ranks; ++r) acc = Fn::apply(acc, static_cast<C>(v[r * stride]));
   return static_cast<T>(acc);
 }
-template <class T> T exact_sum(const T* v, std::size_t ranks, std::size_t stride, ExactSum& sum) {
-  if constexpr (std::is_same_v<T, float>) {
-    // The double sum of the floats is exact when every partial sum stays within 53 bits: the
-    // nonzero values' binary32 exponents span d binades, each is a multiple of the ulp of the
-    // lowest, and ranks of them need d + 24 + ceil(log2 ranks) bits. Rounded once to float, it
-    // is then the correctly rounded sum; with inf or NaN the double sum gives the exact sum's
-    // inf or NaN (no finite partial sum of floats overflows a double), and zeros keep their sign
-    // as the exact sum's (-0 only when every term is -0).
-    double s = v[0];
-    std::uint32_t lowest = 255, highest = 0;
-    for (std::size_t r = 0; r < ranks; ++r) {
-      const float x = v[r * stride];
-      if (r > 0) s += x;
-      const std::uint32_t e = (std::bit_cast<std::uint32_t>(x) >> 23) & 0xffu;
-      if (std::bit_cast<std::uint32_t>(x) << 1 != 0) {
-        lowest = std::min(lowest, std::max(e, 1u));
-        highest = std::max(highest, e);
-      }
+
+// A mapped op of the ranks' values of one element, in rank order: each value mapped into the
+// result's compute type, folded, then the op's last step over the rank count. nanmin and nanmax
+// of values that are all NaN give NaN, as one process does.
+template <Op O, class T> allreduce_t<O, T> mapped_in_rank_order(const T* v, std::size_t ranks, std::size_t stride) {
+  using R = allreduce_t<O, T>;
+  using A = compute_t<R>;
+  constexpr Op F = fold_of(O);
+  A acc = OpFn<F>::template identity<A>();
+  bool number = false;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    const T x = v[r * stride];
+    acc = OpFn<F>::apply(acc, map_element<kernel_mapped_op<O, T>, A>(x));
+    number = number || !(static_cast<compute_t<T>>(x) != static_cast<compute_t<T>>(x));
+  }
+  if constexpr (map_of(O) == ElementMap::SkipNaN && F != Op::Sum && is_float_v<T>)
+    if (!number) return static_cast<R>(std::numeric_limits<compute_t<T>>::quiet_NaN());
+  return static_cast<R>(finalize_folded<finalize_of(O)>(acc, ranks));
+}
+
+// The exact sum of the ranks' f32 values in a double, where it is exact: the nonzero values'
+// binary32 exponents span d binades, each is a multiple of the ulp of the lowest, and ranks of
+// them need d + 24 + ceil(log2 ranks) bits, so the double sum is exact when that is at most 53.
+// With inf or NaN the double sum is the exact sum's inf or NaN (no finite partial sum of floats
+// overflows a double), and zeros keep their sign as the exact sum's (-0 only when every term is
+// -0). False where the sum may not be exact.
+bool exact_in_double(const float* v, std::size_t ranks, std::size_t stride, double& s) {
+  s = v[0];
+  std::uint32_t lowest = 255, highest = 0;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    const float x = v[r * stride];
+    if (r > 0) s += x;
+    const std::uint32_t e = (std::bit_cast<std::uint32_t>(x) >> 23) & 0xffu;
+    if (std::bit_cast<std::uint32_t>(x) << 1 != 0) {
+      lowest = std::min(lowest, std::max(e, 1u));
+      highest = std::max(highest, e);
     }
-    const int width = static_cast<int>(std::bit_width(ranks - 1));  // ceil(log2 ranks)
-    if (highest == 255 || highest < lowest || static_cast<int>(highest - lowest) + 24 + width <= 53)
-      return static_cast<float>(s);
+  }
+  const int width = static_cast<int>(std::bit_width(ranks - 1));  // ceil(log2 ranks)
+  return highest == 255 || highest < lowest || static_cast<int>(highest - lowest) + 24 + width <= 53;
+}
+
+// s / n rounded once to float, for an exact double s: the double quotient q is within half an ulp
+// (of double) of s / n, so rounding q to float is right unless q is a midpoint between two
+// floats; there the sign of m n - s (its one rounding by fma keeps the sign) says which side of
+// the midpoint s / n lies, and an exact tie goes to the even float.
+float quotient_to_float(double s, std::uint64_t n) {
+  const double q = s / static_cast<double>(n);
+  const float f = static_cast<float>(q);
+  if (!std::isfinite(q) || static_cast<double>(f) == q) return f;
+  const float below = q < static_cast<double>(f) ? std::nextafter(f, -INFINITY) : f;
+  const float above = q < static_cast<double>(f) ? f : std::nextafter(f, INFINITY);
+  const double mid = (static_cast<double>(below) + static_cast<double>(above)) / 2;  // exact
+  if (q != mid) return f;
+  const double side = std::fma(mid, static_cast<double>(n), -s);
+  if (side > 0) return below;
+  if (side < 0) return above;
+  return (std::bit_cast<std::uint32_t>(below) & 1u) ? above : below;
+}
+
+// The correctly rounded sum (divide = false) or mean of the ranks' f32 or f64 values.
+template <class T> T exact_of(const T* v, std::size_t ranks, std::size_t stride, bool divide, ExactSum& sum) {
+  if constexpr (std::is_same_v<T, float>) {
+    double s = 0;
+    if (exact_in_double(v, ranks, stride, s))
+      return divide ? quotient_to_float(s, ranks) : static_cast<float>(s);
   }
   sum.clear();
   for (std::size_t r = 0; r < ranks; ++r) sum.add(v[r * stride]);
-  if constexpr (std::is_same_v<T, float>) return sum.to_float();
-  else return sum.to_double();
+  if constexpr (std::is_same_v<T, float>) return divide ? sum.quotient_to_float(ranks) : sum.to_float();
+  else return divide ? sum.quotient_to_double(ranks) : sum.to_double();
 }
 
 template <class T>
-void reduce_slice(const T* gathered, T* out, std::size_t length, std::size_t ranks, Op op, bool exact) {
+void reduce_slice(const T* gathered, void* out, std::size_t length, std::size_t ranks, Op op, bool exact) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (exact) {
       ExactSum sum;
-      for (std::size_t i = 0; i < length; ++i) out[i] = exact_sum(gathered + i, ranks, length, sum);
+      const bool divide = finalize_of(op) == Finalize::DivideByCount;
+      for (std::size_t i = 0; i < length; ++i) static_cast<T*>(out)[i] = exact_of(gathered + i, ranks, length, divide, sum);
       return;
     }
   }
+  if (is_mapped(op)) {
+    visit_mapped(op, [&](auto fn) {
+      constexpr Op O = decltype(fn)::op;
+      auto* values = static_cast<allreduce_t<O, T>*>(out);
+      for (std::size_t i = 0; i < length; ++i) values[i] = mapped_in_rank_order<O>(gathered + i, ranks, length);
+    });
+    return;
+  }
   visit_fold(op, [&](auto fn) {
-    for (std::size_t i = 0; i < length; ++i) out[i] = fold_in_rank_order<T, decltype(fn)>(gathered + i, ranks, length);
+    for (std::size_t i = 0; i < length; ++i)
+      static_cast<T*>(out)[i] = fold_in_rank_order<T, decltype(fn)>(gathered + i, ranks, length);
   });
 }
 
@@ -111,16 +168,24 @@ void allreduce(MPI_Comm comm, const void* send, void* recv, std::uint64_t count,
   int rank = 0, size = 1;
   check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  const bool exact = options.exact && op == Op::Sum && is_float(type);
+  const bool exact = options.exact && exact_applies(op, type);
   std::exception_ptr bad;
   try {
-    if (is_pair(op) || is_mapped(op))
+    if (is_pair(op))
       throw InvalidArgument("mpi: allreduce: " + std::string(to_string(op)) +
-                            " is not element-wise; allreduce takes sum, prod, min and max");
+                            " is not element-wise (its result is two values); allreduce takes the folds and the "
+                            "mapped ops");
     if (count > 0 && (send == nullptr || recv == nullptr))
       throw InvalidArgument("mpi: allreduce: a null buffer for " + std::to_string(count) + " elements");
+    if (options.exact) {
+      try {
+        check_exact_request(op, type);
+      } catch (const InvalidArgument& e) {
+        throw InvalidArgument(std::string("mpi: allreduce: ") + e.what());
+      }
+    }
     if (exact && type != DType::F32 && type != DType::F64)
-      throw InvalidArgument("mpi: allreduce: exact sums take f32 and f64, not " + std::string(to_string(type)));
+      throw InvalidArgument("mpi: allreduce: exact sums and means take f32 and f64, not " + std::string(to_string(type)));
   } catch (...) {
     bad = std::current_exception();
   }
@@ -129,12 +194,17 @@ void allreduce(MPI_Comm comm, const void* send, void* recv, std::uint64_t count,
                   static_cast<std::int64_t>(type) | static_cast<std::int64_t>(op) << 8 |
                       static_cast<std::int64_t>(exact) << 16});
 
-  const std::size_t elem = size_of(type), ranks = static_cast<std::size_t>(size);
+  const std::size_t elem = size_of(type), result = size_of(allreduce_dtype(op, type)), ranks = static_cast<std::size_t>(size);
   const auto* in = static_cast<const unsigned char*>(send);
   auto* out = static_cast<unsigned char*>(recv);
   std::vector<unsigned char> gathered, mine;
   std::vector<int> send_counts(ranks), send_displs(ranks), recv_counts(ranks), recv_displs(ranks);
-  for (std::uint64_t first = 0; first < count; first += kRoundElements) {
+  std::vector<int> result_counts(ranks), result_displs(ranks);
+  // The rounds go from the last to the first: a result is never narrower than its element (i64
+  // counts, f64 means of integers), so in place, a round's results cover only its own elements and
+  // later ones, never the elements of a round still to come.
+  for (std::uint64_t rounds = (count + kRoundElements - 1) / kRoundElements; rounds-- > 0;) {
+    const std::uint64_t first = rounds * kRoundElements;
     const std::uint64_t round = std::min(kRoundElements, count - first);
     // Rank r owns elements [lo(r), lo(r + 1)) of the round.
     const auto lo = [&](std::size_t r) { return static_cast<std::size_t>(round * r / ranks); };
@@ -144,9 +214,11 @@ void allreduce(MPI_Comm comm, const void* send, void* recv, std::uint64_t count,
       send_displs[r] = static_cast<int>(lo(r) * elem);
       recv_counts[r] = static_cast<int>(own * elem);
       recv_displs[r] = static_cast<int>(r * own * elem);
+      result_counts[r] = static_cast<int>((lo(r + 1) - lo(r)) * result);
+      result_displs[r] = static_cast<int>(lo(r) * result);
     }
     gathered.resize(ranks * own * elem);
-    mine.resize(own * elem);
+    mine.resize(own * result);
     // Every rank's values of this rank's slice, rank by rank; read before any result is written,
     // so recv may be send.
     check(MPI_Alltoallv(in + first * elem, send_counts.data(), send_displs.data(), MPI_BYTE, gathered.data(),
@@ -154,11 +226,10 @@ void allreduce(MPI_Comm comm, const void* send, void* recv, std::uint64_t count,
           "MPI_Alltoallv");
     visit_dtype(type, [&](auto t) {
       using T = decltype(t);
-      reduce_slice(reinterpret_cast<const T*>(gathered.data()), reinterpret_cast<T*>(mine.data()), own, ranks, op,
-                   exact);
+      reduce_slice(reinterpret_cast<const T*>(gathered.data()), mine.data(), own, ranks, op, exact);
     });
-    check(MPI_Allgatherv(mine.data(), static_cast<int>(own * elem), MPI_BYTE, out + first * elem, send_counts.data(),
-                         send_displs.data(), MPI_BYTE, comm),
+    check(MPI_Allgatherv(mine.data(), static_cast<int>(own * result), MPI_BYTE, out + first * result,
+                         result_counts.data(), result_displs.data(), MPI_BYTE, comm),
           "MPI_Allgatherv");
   }
 }

@@ -16,12 +16,15 @@ all-gather gives every rank every slice. That is the traffic of a ring all-reduc
 all-to-all takes the place of its reduce-scatter), and the values of each element meet on one
 rank, where they are reduced at once rather than in steps along a ring or a tree.
 
-Ops: "sum", "prod", "min", "max". Results keep x's type: integer sums and products wrap, as in
-MPI; f16 and bf16 are reduced in f32 and rounded once. exact=True (float sums): f32 and f64
-only (f16 and bf16 raise ValueError: pass exact=False); elsewhere it changes nothing, as
-integers, min and max are exact anyway. exact=False: float sums and products fold the ranks'
+Ops: "sum", "prod", "min", "max", and "mean" (the average over the ranks, as torch's
+``ReduceOp.AVG``; floats only, since x keeps its type). Results keep x's type: integer sums and
+products wrap, as in MPI; f16 and bf16 are reduced in f32 and rounded once. exact=True (float
+sums and means): f32 and f64 only (f16 and bf16 raise ValueError: pass exact=False), each
+element the correctly rounded sum, or mean, of the ranks' values; elsewhere it changes nothing,
+as integers, min and max are exact anyway. exact=False: float sums and products fold the ranks'
 values in rank order, element by element, so the bits depend on the number and order of the
-ranks, never on the topology or on the element's position.
+ranks, never on the topology or on the element's position; a mean is that sum divided by the
+rank count in f64 and rounded once to the sum's type (as ``xreduce.mean``).
 
 Every rank checks its arguments and the ranks compare theirs (element count, type, op, exact)
 before any value moves; a problem on any rank raises the same error on every rank, naming the
@@ -38,9 +41,10 @@ from . import _api
 
 __all__ = ["all_reduce"]
 
-_OPS = ("sum", "prod", "min", "max")
+_OPS = ("sum", "prod", "min", "max", "mean")
 _FOLDS = {"sum": _api.sum, "prod": _api.prod, "min": _api.min, "max": _api.max}
 _EXACT_TYPES = ("float32", "float64")
+_FLOAT_TYPES = ("float16", "bfloat16", "float32", "float64")
 
 
 def all_reduce(x, op: str = "sum", *, exact: bool = True, group=None, comm=None):
@@ -60,12 +64,15 @@ def all_reduce(x, op: str = "sum", *, exact: bool = True, group=None, comm=None)
 def _problem(dtype_name: str, contiguous: bool, op: str, exact: bool):
     """This rank's argument error as (exception class, message), or None."""
     if op not in _OPS:
-        return ValueError, f"unknown op {op!r}: sum, prod, min or max"
+        return ValueError, f"unknown op {op!r}: sum, prod, min, max or mean"
     if not contiguous:
         return ValueError, "x must be contiguous: it is reduced in place"
     name = dtype_name.split(".")[-1]
-    if exact and op == "sum" and name in ("float16", "bfloat16"):
-        return ValueError, (f"exact sums take float32 and float64, not {name}; exact=False sums {name} in "
+    if op == "mean" and name not in _FLOAT_TYPES:
+        return ValueError, (f"the mean of {name} is a float, and x is reduced in place: pass a float array "
+                            "(or sum, then divide)")
+    if exact and op in ("sum", "mean") and name in ("float16", "bfloat16"):
+        return ValueError, (f"exact {op}s take float32 and float64, not {name}; exact=False sums {name} in "
                             "float32 and rounds once")
     return None
 
@@ -103,21 +110,21 @@ def _describe(mine: tuple) -> str:
     return f"{count} {dtype} elements, op {op}, exact={exact}"
 
 
-def _column_results(cols, op: str, exact: bool, dtype_name: str, widen, combine):
-    """The reduction of each column of the (ranks, c) matrix cols, in cols' library. Exact sums,
-    integers, min and max: xreduce's column reduction (their results do not depend on the order
-    of the terms). Plain float sums and products: folded in rank order, element-wise, in f32 for
-    f16 and bf16 (widen(row) gives a row in that type, combine(a, b) adds or multiplies), so that
-    no element's bits depend on how many there are or where it lies."""
+def _column_results(cols, op: str, exact: bool, dtype_name: str, cast, combine):
+    """The reduction of each column of the (ranks, c) matrix cols, in cols' library. Exact sums
+    and means, integers, min and max: xreduce's column reduction (their results do not depend on
+    the order of the terms). Plain float sums, products and means: folded in rank order,
+    element-wise, in f32 for f16 and bf16 (cast(row, None) gives a row in that type,
+    cast(row, "float64") one in f64; combine(a, b) adds or multiplies), so that no element's bits
+    depend on how many there are or where it lies; a mean then divides in f64."""
     name = dtype_name.split(".")[-1]
-    if name in ("float16", "bfloat16", "float32", "float64") and op in ("sum", "prod") and not (
-            exact and op == "sum"):
-        acc = widen(cols[0])
+    if name in _FLOAT_TYPES and op in ("sum", "prod", "mean") and not (exact and op in ("sum", "mean")):
+        acc = cast(cols[0], None)
         for r in range(1, cols.shape[0]):
-            acc = combine(acc, widen(cols[r]))
-        return acc
-    if op == "sum":
-        return _api.sum(cols, axis=0, exact=exact and name in _EXACT_TYPES)
+            acc = combine(acc, cast(cols[r], None))
+        return cast(cast(acc, "float64") / cols.shape[0], None) if op == "mean" else acc
+    if op in ("sum", "mean"):
+        return (_api.sum if op == "sum" else _api.mean)(cols, axis=0, exact=exact and name in _EXACT_TYPES)
     return _FOLDS[op](cols, axis=0)
 
 
@@ -180,8 +187,8 @@ def _torch_all_reduce(t, op: str, exact: bool, group):
     else:
         dist.all_to_all_single(recv, send, group=group)
     wide = torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else t.dtype
-    part = _column_results(recv_values.view(ranks, c), op, exact, str(t.dtype), lambda row: row.to(wide),
-                           torch.add if op == "sum" else torch.mul)
+    part = _column_results(recv_values.view(ranks, c), op, exact, str(t.dtype),
+                           lambda row, to: row.to(torch.float64 if to else wide), torch.mul if op == "prod" else torch.add)
     if not isinstance(part, torch.Tensor):  # a CPU tensor was reduced as host memory: NumPy back
         part = torch.from_numpy(np.ascontiguousarray(part))
     part = part.to(device=t.device, dtype=t.dtype).contiguous().view(torch.uint8)
@@ -221,7 +228,8 @@ def _mpi_all_reduce(a: np.ndarray, op: str, exact: bool, comm):
     comm.Alltoall([send.view(np.uint8), MPI.BYTE], [recv.view(np.uint8), MPI.BYTE])
     wide = np.float32 if a.dtype.itemsize == 2 and a.dtype.kind in "fV" else a.dtype
     part = np.ascontiguousarray(_column_results(recv.reshape(ranks, c), op, exact, a.dtype.name,
-                                                lambda row: row.astype(wide), np.add if op == "sum" else np.multiply))
+                                                lambda row, to: row.astype(to or wide),
+                                                np.multiply if op == "prod" else np.add))
     part = part.astype(a.dtype)
     gathered = flat if c * ranks == n else np.empty(c * ranks, dtype=a.dtype)
     comm.Allgather([part.view(np.uint8), MPI.BYTE], [gathered.view(np.uint8), MPI.BYTE])

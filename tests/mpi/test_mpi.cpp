@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <cstdint>
 #include <limits>
@@ -432,42 +433,57 @@ template <class T> std::vector<T> send_of(int r, std::size_t count, xr::Dist dis
   return generated<T>(count, dist, seed + static_cast<std::uint64_t>(r));
 }
 
-// allreduce against what it promises, computed here from every rank's buffer: the fold of the
-// ranks' values in rank order in the compute type, rounded once; exact sums through ExactSum.
-// `order[r]` is the rank whose buffer rank r sends (exact sums: any order gives the same bits).
-template <class T>
+// allreduce against what it promises, computed here from every rank's buffer: one process's
+// reduction of the columns of the ranks' buffers stacked as rows (OpenMP, the native accumulator:
+// the ranks' values folded in rank order in the compute type, results in the element type but
+// for counts and means of integers), or, for exact sums and means, ExactSum rounded once.
+// `order[r]` is the rank whose buffer rank r sends (exact: any order gives the same bits).
+template <class T, xr::Op O = xr::Op::Sum>
 void check_allreduce(xr::Op op, bool exact, std::size_t count, xr::Dist dist, const std::vector<int>& order) {
+  using R = std::conditional_t<xr::map_of(O) == xr::ElementMap::NonZero, std::int64_t,
+                               std::conditional_t<xr::map_of(O) == xr::ElementMap::Convert && !xr::is_float_v<T>, double, T>>;
+  REQUIRE(xr::mpi::allreduce_dtype(op, xr::dtype_of<T>) == xr::dtype_of<R>);
   const int rank = world_rank(), size = world_size();
   const std::uint64_t seed = 40 + static_cast<std::uint64_t>(op) * 8;
   std::vector<std::vector<T>> all;
   for (int r = 0; r < size; ++r) all.push_back(send_of<T>(order[static_cast<std::size_t>(r)], count, dist, seed));
   xr::RunOptions o;
   o.exact = exact;
-  std::vector<T> got(count);
-  xr::mpi::allreduce(MPI_COMM_WORLD, std::span<const T>(all[static_cast<std::size_t>(rank)]), std::span<T>(got), op, o);
-  std::vector<T> in_place = all[static_cast<std::size_t>(rank)];
+  std::vector<R> got(count);
+  xr::mpi::allreduce(MPI_COMM_WORLD, std::span<const T>(all[static_cast<std::size_t>(rank)]), std::span<R>(got), op, o);
+  // In place: the buffer holds the sent elements, then the results (of R, never narrower).
+  std::vector<R> in_place(count);
+  std::memcpy(in_place.data(), all[static_cast<std::size_t>(rank)].data(), count * sizeof(T));
   xr::mpi::allreduce(MPI_COMM_WORLD, in_place.data(), in_place.data(), count, xr::dtype_of<T>, op, o);
+  std::vector<T> stacked;
+  for (const auto& row : all) stacked.insert(stacked.end(), row.begin(), row.end());
+  xr::RunOptions native;
+  if (!xr::is_half(xr::dtype_of<T>)) native.accumulator = xr::Accumulator::Native;  // halves: f32 either way
+  const xr::SegmentedResult columns =
+      count ? xr::make_reducer("omp")->reduce_axis(xr::HostMatrix::of(stacked.data(), static_cast<std::uint64_t>(size), count),
+                                                 0, op, native)
+            : xr::SegmentedResult{};
   std::size_t wrong = 0, first_wrong = count;
   for (std::size_t i = 0; i < count; ++i) {
-    using C = xr::compute_t<T>;
-    C acc = static_cast<C>(all[0][i]);
-    xr::visit_fold(op, [&](auto fn) {
-      for (int r = 1; r < size; ++r) acc = decltype(fn)::apply(acc, static_cast<C>(all[static_cast<std::size_t>(r)][i]));
-    });
-    T want = static_cast<T>(acc);
+    R want = static_cast<R>(columns.value(i).as<xr::compute_t<R>>());
     if constexpr (std::is_floating_point_v<T>) {
       if (exact) {
         xr::ExactSum s;
         for (int r = 0; r < size; ++r) s.add(all[static_cast<std::size_t>(r)][i]);
-        want = static_cast<T>(std::is_same_v<T, float> ? s.to_float() : s.to_double());
+        const auto n = static_cast<std::uint64_t>(size);
+        if constexpr (std::is_same_v<T, float>) want = op == xr::Op::Mean ? s.quotient_to_float(n) : s.to_float();
+        else want = op == xr::Op::Mean ? s.quotient_to_double(n) : s.to_double();
       }
     }
     const bool same = xr::Scalar::of(got[i]).same_bits(xr::Scalar::of(want)) &&
                       xr::Scalar::of(in_place[i]).same_bits(xr::Scalar::of(want));
     if (!same && wrong++ == 0) first_wrong = i;
   }
-  INFO(xr::to_string(op) << " of " << count << " " << xr::to_string(xr::dtype_of<T>) << (exact ? ", exact" : "")
-                         << ", " << xr::to_string(dist) << ": first wrong element " << first_wrong);
+  const std::string what = std::string(xr::to_string(op)) + " of " + std::to_string(count) + " " +
+                           std::string(xr::to_string(xr::dtype_of<T>)) + (exact ? ", exact, " : ", ") +
+                           std::string(xr::to_string(xr::dtype_of<R>)) + " results, " + std::string(xr::to_string(dist)) +
+                           ": first wrong element " + std::to_string(first_wrong);
+  INFO(what);
   CHECK(wrong == 0);
 }
 
@@ -488,6 +504,24 @@ TEST_CASE("allreduce: every fold and type, element by element, in place or not")
   }
 }
 
+TEST_CASE("allreduce: every mapped op, element by element, in place or not, with the results' own type") {
+  std::vector<int> ranks(static_cast<std::size_t>(world_size()));
+  for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = static_cast<int>(r);
+  xr::for_each_mapped([&](auto fn) {
+    constexpr xr::Op O = decltype(fn)::op;
+    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{10007}}) {
+      check_allreduce<float, O>(O, false, count, xr::Dist::Special, ranks);
+      check_allreduce<double, O>(O, false, count, xr::Dist::Normal, ranks);
+      check_allreduce<std::int32_t, O>(O, false, count, xr::Dist::Uniform, ranks);
+      check_allreduce<std::uint8_t, O>(O, false, count, xr::Dist::Uniform, ranks);
+      check_allreduce<xr::f16, O>(O, false, count, xr::Dist::Special, ranks);
+    }
+  });
+  // Results wider than the elements, in place, over more than one round (2^22 elements).
+  check_allreduce<std::uint8_t, xr::Op::CountNonzero>(xr::Op::CountNonzero, false, (std::size_t{1} << 22) + 3,
+                                                      xr::Dist::Uniform, ranks);
+}
+
 TEST_CASE("allreduce, exact: the correctly rounded sum of the ranks' values, for any order of the ranks") {
   const int size = world_size();
   std::vector<int> order(static_cast<std::size_t>(size));
@@ -496,6 +530,21 @@ TEST_CASE("allreduce, exact: the correctly rounded sum of the ranks' values, for
     for (xr::Dist dist : {xr::Dist::Cancel, xr::Dist::Wide, xr::Dist::Special}) {
       check_allreduce<float>(xr::Op::Sum, true, 20011, dist, order);
       check_allreduce<double>(xr::Op::Sum, true, 20011, dist, order);
+      check_allreduce<float, xr::Op::Mean>(xr::Op::Mean, true, 20011, dist, order);
+      check_allreduce<double, xr::Op::Mean>(xr::Op::Mean, true, 20011, dist, order);
+    }
+  }
+  // A mean on a float tie (1 + 2^-24, between 1 and 1 + 2^-23: to the even 1), and just beside it:
+  // three ranks whose sum is 3 (1 + 2^-24), or that plus or minus 2^-40.
+  if (size == 3) {
+    for (const float nudge : {0.0f, std::ldexp(1.0f, -40), -std::ldexp(1.0f, -40)}) {
+      const float mine[3] = {1.0f + std::ldexp(1.0f, -23), 2.0f, std::ldexp(1.0f, -24) + nudge};
+      float got = 0;
+      xr::mpi::allreduce(MPI_COMM_WORLD, &mine[world_rank()], &got, 1, xr::DType::F32, xr::Op::Mean, exact_options());
+      xr::ExactSum s;
+      for (float x : mine) s.add(x);
+      CHECK_MESSAGE(got == s.quotient_to_float(3), "nudge " << nudge);
+      CHECK(got == (nudge > 0 ? 1.0f + std::ldexp(1.0f, -23) : 1.0f));
     }
   }
   // A double sum that lands on a float tie: 1 + 2^-24 + 2^-34 (1 + 2^-23) - 2^-34 is 1 + 2^-24 +
@@ -527,7 +576,14 @@ TEST_CASE("allreduce: bad arguments and disagreeing ranks throw on every rank") 
                        doctest::Contains("not element-wise"), xr::InvalidArgument);
   CHECK_THROWS_WITH_AS(xr::mpi::allreduce(MPI_COMM_WORLD, std::span<const xr::f16>(h), std::span<xr::f16>(hout),
                                           xr::Op::Sum, exact),
-                       doctest::Contains("exact sums take f32 and f64"), xr::InvalidArgument);
+                       doctest::Contains("exact sums and means take f32 and f64"), xr::InvalidArgument);
+  CHECK_THROWS_WITH_AS(xr::mpi::allreduce(MPI_COMM_WORLD, std::span<const float>(f), std::span<float>(out), xr::Op::SumSq,
+                                          exact),
+                       doctest::Contains("mpi: allreduce: exact mode covers sum and mean; sumsq has no exact mode"),
+                       xr::InvalidArgument);
+  CHECK_THROWS_WITH_AS(xr::mpi::allreduce(MPI_COMM_WORLD, std::span<const float>(f), std::span<float>(out),
+                                          xr::Op::CountNonzero),
+                       doctest::Contains("count_nonzero of f32 gives i64 values, not f32"), xr::InvalidArgument);
   CHECK_THROWS_AS(xr::mpi::allreduce(MPI_COMM_WORLD, nullptr, nullptr, 5, xr::DType::F32, xr::Op::Sum),
                   xr::InvalidArgument);
   if (size > 1) {

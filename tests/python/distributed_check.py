@@ -71,7 +71,8 @@ def round_to(q: Fraction, dtype) -> float:
     return hi if q > mid else lo
 
 
-def exact_reference(sets: list[np.ndarray], dtype) -> np.ndarray:
+def exact_reference(sets: list[np.ndarray], dtype, mean: bool = False) -> np.ndarray:
+    """The exact sum (or mean) of each element over the sets, rounded once to dtype."""
     out = np.empty(sets[0].size, dtype=dtype)
     for i in range(out.size):
         terms = [float(s[i]) for s in sets]
@@ -80,7 +81,7 @@ def exact_reference(sets: list[np.ndarray], dtype) -> np.ndarray:
         elif math.inf in terms or -math.inf in terms:
             out[i] = math.inf if math.inf in terms else -math.inf
         else:
-            q = sum((Fraction(t) for t in terms), Fraction(0))
+            q = sum((Fraction(t) for t in terms), Fraction(0)) / (len(terms) if mean else 1)
             out[i] = -0.0 if q == 0 and all(math.copysign(1, t) < 0 for t in terms) else round_to(q, dtype)
     return out
 
@@ -94,26 +95,28 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.tobytes() == b.tobytes()
 
 
-def check_exact(dtype, n: int, kind: str, arrays) -> None:
+def check_exact(dtype, n: int, kind: str, arrays, op: str = "sum") -> None:
     sets = [data(dtype, n, kind, r) for r in range(RANKS)]
-    want = exact_reference(sets, dtype)
+    want = exact_reference(sets, dtype, mean=op == "mean")
     for rotation in range(min(RANKS, 3)):
         mine = sets[(RANK + rotation) % RANKS].copy()
-        got = arrays.to_host(all_reduce(arrays.of(mine), "sum", exact=True, **arrays.kw))
+        got = arrays.to_host(all_reduce(arrays.of(mine), op, exact=True, **arrays.kw))
         if not same_bits(got, want):
             bad = [i for i in range(n) if not same_bits(got[i:i + 1], want[i:i + 1])][:3]
-            fail(f"{arrays.name} exact {dtype.__name__} {kind} n={n} rotation {rotation}: elements {bad}: "
+            fail(f"{arrays.name} exact {op} {dtype.__name__} {kind} n={n} rotation {rotation}: elements {bad}: "
                  f"{[got[i] for i in bad]} against {[want[i] for i in bad]}")
 
 
 def check_fold(dtype, n: int, kind: str, op: str, arrays) -> None:
     sets = [data(dtype, n, kind, r) for r in range(RANKS)]
     stacked = np.stack(sets) if n else np.empty((RANKS, 0), dtype=dtype)
-    if np.dtype(dtype).kind == "f" and op in ("sum", "prod"):  # in rank order, in f32 for f16
+    if np.dtype(dtype).kind == "f" and op in ("sum", "prod", "mean"):  # in rank order, in f32 for f16
         wide = np.float32 if np.dtype(dtype).itemsize == 2 else dtype
         acc = stacked[0].astype(wide)
         for row in stacked[1:]:
-            acc = np.add(acc, row.astype(wide)) if op == "sum" else np.multiply(acc, row.astype(wide))
+            acc = np.multiply(acc, row.astype(wide)) if op == "prod" else np.add(acc, row.astype(wide))
+        if op == "mean":  # divided in f64, rounded to the sum's type, then to x's
+            acc = (acc.astype(np.float64) / RANKS).astype(wide)
         want = acc.astype(dtype)
     else:
         want = np.asarray(getattr(xreduce, op)(stacked, axis=0)).astype(dtype) if n else stacked[0]
@@ -124,8 +127,12 @@ def check_fold(dtype, n: int, kind: str, op: str, arrays) -> None:
 
 def check_errors(arrays) -> None:
     cases = [
-        ("unknown op", lambda: all_reduce(arrays.of(np.zeros(4, np.float32)), "mean" if RANK == RANKS - 1 else "sum",
-                                          **arrays.kw), f"rank {RANKS - 1}: unknown op 'mean'"),
+        ("unknown op", lambda: all_reduce(arrays.of(np.zeros(4, np.float32)), "median" if RANK == RANKS - 1 else "sum",
+                                          **arrays.kw), f"rank {RANKS - 1}: unknown op 'median'"),
+        ("mean of ints", lambda: all_reduce(arrays.of(np.zeros(4, np.int32)), "mean", **arrays.kw),
+         "rank 0: the mean of int32 is a float"),
+        ("exact mean f16", lambda: all_reduce(arrays.of(np.zeros(3, np.float16)), "mean", exact=True, **arrays.kw),
+         "rank 0: exact means take float32 and float64"),
         ("counts differ", lambda: all_reduce(arrays.of(np.zeros(4 + RANK, np.float32)), **arrays.kw),
          "the ranks disagree" if RANKS > 1 else None),
         ("exact f16", lambda: all_reduce(arrays.of(np.zeros(3, np.float16)), "sum", exact=True, **arrays.kw),
@@ -152,10 +159,13 @@ def run_all(arrays) -> None:
         for kind in ("normal", "wide", "cancel", "special"):
             for dtype in (np.float32, np.float64):
                 check_exact(dtype, n, kind, arrays)
+                check_exact(dtype, n, kind, arrays, "mean")
         for dtype, kind, op in ((np.float32, "normal", "sum"), (np.float16, "normal", "sum"),
                                 (np.float64, "wide", "prod"), (np.float32, "special", "max"),
                                 (np.float64, "special", "min"), (np.int32, "ints", "sum"), (np.uint8, "ints", "sum"),
-                                (np.int64, "ints", "prod"), (np.int8, "ints", "min"), (np.uint64, "ints", "max")):
+                                (np.int64, "ints", "prod"), (np.int8, "ints", "min"), (np.uint64, "ints", "max"),
+                                (np.float32, "normal", "mean"), (np.float16, "wide", "mean"),
+                                (np.float64, "special", "mean")):
             check_fold(dtype, n, kind, op, arrays)
     check_errors(arrays)
 

@@ -184,6 +184,10 @@ constexpr bool exact_applies(Op op, DType type) {
   return (op == Op::Sum || finalize_of(op) == Finalize::DivideByCount) && is_float(type);
 }
 
+// Throws InvalidArgument where exact mode was asked for an (op, type) that has none: the pair
+// ops, float products, the mapped ops but the means of floats (min and max are exact anyway).
+XR_API void check_exact_request(Op op, DType type);
+
 // Mapped op `op`'s last step (Finalize) on a result whose value is its fold's over n elements of
 // `type` (a mean's sum, of a run of its kernel_op, or of results combined by the fold): the mean
 // divides the value by n (one more rounding), or, where the result holds the exact state, rounds

@@ -39,6 +39,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "xreduce/error.hpp"
@@ -47,6 +48,7 @@
 #include "xreduce/reference.hpp"
 #include "xreduce/registry.hpp"
 #include "xreduce/result.hpp"
+#include "xreduce/semantics.hpp"
 #include "xreduce/segments.hpp"
 #include "xreduce/source.hpp"
 #include "xreduce/types.hpp"
@@ -201,24 +203,45 @@ XR_API Reference reference_reduce(MPI_Comm comm, HostArray local, Op op, Accumul
 XR_API Reference reference_reduce(MPI_Comm comm, ChunkSource& local, Op op, Accumulator acc = Accumulator::Wide);
 
 // The element-wise all-reduce of host buffers: recv[i] = op over the ranks' send[i], i < count, the
-// same on every rank; recv may be send (in place). Both hold `count` elements of `type`, as in
-// MPI_Allreduce (integer sums and products wrap in it). Ops: sum, prod, min, max. Each rank owns
-// a slice of the elements, gets every rank's values of it (MPI_Alltoallv), reduces them, and the
-// slices' results go to every rank (MPI_Allgatherv): a ring all-reduce's traffic. Min, max and
-// plain float sums and products fold the ranks' values in rank order (f16 and bf16 in f32,
-// rounded once), so the result depends on no algorithm or topology of the MPI library, only on
-// the order of the ranks. options.exact: each f32 and f64 sum is the correctly rounded sum of the
-// ranks' values, the same bits for any rank count and any order of the ranks. Collective;
+// same on every rank; recv may be send (in place). send holds `count` elements of `type`, recv
+// `count` values of allreduce_dtype(op, type). Ops: the folds and the mapped ops (not the pair
+// ops). Each rank owns a slice of the elements, gets every rank's values of it (MPI_Alltoallv),
+// reduces them, and the slices' results go to every rank (MPI_Allgatherv): a ring all-reduce's
+// traffic. Plain results fold the ranks' values in rank order (f16 and bf16 in f32, rounded
+// once), so the result depends on no algorithm or topology of the MPI library, only on the order
+// of the ranks: min, max and integer sums and products as MPI_Allreduce gives them (integers wrap
+// in their type); a mapped op maps each rank's value first (sumsq, asum, nansum, nanmin, nanmax,
+// count_nonzero), and mean, any and all take their last step over the rank count (mean: the
+// average, as torch.distributed's AVG; any, all: whether some, every rank's value is nonzero).
+// options.exact: each f32 and f64 sum, or mean, is the correctly rounded sum, or mean, of the
+// ranks' values, the same bits for any rank count and any order of the ranks (other ops as
+// exact mode in one process: min and max are exact anyway, the others refuse it). Collective;
 // failures as for reduce (a bad argument on any rank, or ranks that disagree on count, type, op
 // or exact mode, throw on every rank before any value moves).
 XR_API void allreduce(MPI_Comm comm, const void* send, void* recv, std::uint64_t count, DType type, Op op,
                       const RunOptions& options = {});
-template <class T>
-void allreduce(MPI_Comm comm, std::span<const T> send, std::span<T> recv, Op op, const RunOptions& options = {}) {
-  agree(comm, send.size() == recv.size() ? nullptr
-                                         : std::make_exception_ptr(InvalidArgument(
-                                               "mpi: allreduce: send has " + std::to_string(send.size()) +
-                                               " elements, recv " + std::to_string(recv.size()))));
+
+// The type of allreduce's results: the element type (as MPI_Allreduce), but i64 for
+// count_nonzero, any and all (counts and their tests), and f64 for the mean of integers.
+template <Op O, class T>
+using allreduce_t = std::conditional_t<map_of(O) == ElementMap::NonZero, std::int64_t,
+                                       std::conditional_t<map_of(O) == ElementMap::Convert && !is_float_v<T>, double, T>>;
+constexpr DType allreduce_dtype(Op op, DType type) {
+  if (map_of(op) == ElementMap::NonZero) return DType::I64;
+  if (map_of(op) == ElementMap::Convert && !is_float(type)) return DType::F64;
+  return type;
+}
+
+template <class T, class R>
+void allreduce(MPI_Comm comm, std::span<const T> send, std::span<R> recv, Op op, const RunOptions& options = {}) {
+  std::string problem;
+  if (send.size() != recv.size())
+    problem = "send has " + std::to_string(send.size()) + " elements, recv " + std::to_string(recv.size());
+  else if (dtype_of<R> != allreduce_dtype(op, dtype_of<T>))
+    problem = std::string(to_string(op)) + " of " + std::string(to_string(dtype_of<T>)) + " gives " +
+              std::string(to_string(allreduce_dtype(op, dtype_of<T>))) + " values, not " +
+              std::string(to_string(dtype_of<R>));
+  agree(comm, problem.empty() ? nullptr : std::make_exception_ptr(InvalidArgument("mpi: allreduce: " + problem)));
   allreduce(comm, send.data(), recv.data(), send.size(), dtype_of<T>, op, options);
 }
 
