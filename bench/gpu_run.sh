@@ -159,7 +159,8 @@ fi
 if has exact; then
   # Plain auto then exact auto on the same data, per backend and device, 3 rounds: the exact/plain
   # rate ratio (GPUs at 2^28, the 16-core host's PoCL and OpenMP at 2^27), then the same for
-  # f64 of a wide dynamic range (--dist wide: 1e-300 to 1e300).
+  # f32 and f64 of a wider dynamic range: --dist spread (f64 1e-30 to 1e30, f32 2^-48 to 2^48)
+  # and --dist wide (f64 1e-300 to 1e300, f32 1e-29 to 1e29).
   rows=("cuda:-b cuda:2^28" "opencl-nvidia:-b opencl --device NVIDIA:2^28"
         "opencl-pocl:-b opencl --device Portable:2^27" "omp:-b omp:2^27")
   rate() { "$cli" --host-path resident --repeat 15 --warmup 3 "$@" 2>&1 | awk '/ auto:/ {print $(NF-1); exit}'; }
@@ -173,11 +174,15 @@ if has exact; then
       done
     done
   done
-  for row in "${rows[@]}"; do
-    IFS=: read -r name flags n <<<"$row"
-    # shellcheck disable=SC2086
-    p=$(rate $flags --type f64 --dist wide --n "$n"); e=$(rate $flags --exact --type f64 --dist wide --n "$n")
-    echo "exact-wide $name f64 n=$n plain_GBs=$p exact_GBs=$e ratio=$(awk -v p="$p" -v e="$e" 'BEGIN{if (p > 0) printf "%.3f", e / p}')" | tee -a "$OUT/exact.txt"
+  for dist in spread wide; do
+    for t in f32 f64; do
+      for row in "${rows[@]}"; do
+        IFS=: read -r name flags n <<<"$row"
+        # shellcheck disable=SC2086
+        p=$(rate $flags --type $t --dist $dist --n "$n"); e=$(rate $flags --exact --type $t --dist $dist --n "$n")
+        echo "exact-$dist $name $t n=$n plain_GBs=$p exact_GBs=$e ratio=$(awk -v p="$p" -v e="$e" 'BEGIN{if (p > 0) printf "%.3f", e / p}')" | tee -a "$OUT/exact.txt"
+      done
+    done
   done
   cat "$OUT/exact.txt" >>"$summary"
 fi

@@ -871,3 +871,34 @@ TEST_CASE("exact: f16 and bf16 sums against MPFR") {
         check_same(static_cast<float>(r.value.f), oracle.to_float());
       }
 }
+
+// --dist spread: magnitudes over 2^-100..2^100 (f64), 2^-48..2^48 (f32), between ordinary data and
+// wide; the exact sums of it through the OpenMP backend, the same bits as MPFR.
+TEST_CASE("exact: data spread over 200 binades (f64) and 96 (f32) against MPFR") {
+  auto omp = xr::make_reducer("omp");
+  xr::RunOptions exact;
+  exact.exact = true;
+  for (const xr::DType t : {xr::DType::F32, xr::DType::F64}) {
+    const int top = t == xr::DType::F64 ? 100 : 48;
+    const std::uint64_t n = 100003;
+    const xr::HostBuffer x = xr::generate(t, n, xr::Dist::Spread, 5);
+    Oracle oracle;
+    int lowest = 10000, highest = -10000;
+    xr::visit_dtype(t, [&](auto zero) {
+      using T = decltype(zero);
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+        for (std::uint64_t i = 0; i < n; ++i) {
+          const T v = x.as<T>()[i];
+          oracle.add(v);
+          lowest = std::min(lowest, std::ilogb(v));
+          highest = std::max(highest, std::ilogb(v));
+        }
+    });
+    CAPTURE(xr::to_string(t));
+    CHECK(lowest == -top);  // every binade of the range is drawn, and none beyond
+    CHECK(highest == top);
+    const xr::Result r = omp->reduce(x.view(), xr::Op::Sum, exact);
+    if (t == xr::DType::F64) check_same(r.value.f, oracle.to_double());
+    else check_same(static_cast<float>(r.value.f), oracle.to_float());
+  }
+}

@@ -124,6 +124,9 @@ constexpr double kCancelMagnitude = 1048576.0, kCancelMagnitudeF16 = 1024.0;  //
 // (about 8e28), so that a sum of 2^31 of them stays finite; f16 at 2^14, below its largest
 // finite value (65504).
 constexpr int kWideTop64 = 996, kWideTop32 = 96, kWideTopF16 = 14;
+// Dist::Spread: the same with [-top, top] of 2^100 (about 1e30) for f64, 2^48 for f32 and bf16,
+// 2^7 for f16.
+constexpr int kSpreadTop64 = 100, kSpreadTop32 = 48, kSpreadTopF16 = 7;
 // Dist::Cancel: pairs of +-kCancelMagnitude (f16: +-kCancelMagnitudeF16) cancel exactly.
 // Few enough factors of 2 and 1/2 that no partial product over- or underflows a float in any
 // order; integer products wrap, which is order-independent anyway.
@@ -170,14 +173,19 @@ template <class T> T element(Dist dist, const ElementRandom& rng, std::uint64_t 
     case Dist::Special:
       if constexpr (is_fp) return special_float<T>(rng, i, n, uniform(0));
       else return special_integer<T>(rng, i, uniform(0));
-    case Dist::Wide: {
+    case Dist::Wide:
+    case Dist::Spread: {
+      const bool wide = dist == Dist::Wide;
       const double sign = (rng.bits(i, 2) & 1) ? 1.0 : -1.0;
       if constexpr (is_fp) {
-        constexpr int top = std::is_same_v<T, f16> ? kWideTopF16 : sizeof(T) <= 4 ? kWideTop32 : kWideTop64;
-        const int e = static_cast<int>(rng.bits(i, 0) % (2 * top + 1)) - top;
+        const int top = std::is_same_v<T, f16> ? (wide ? kWideTopF16 : kSpreadTopF16)
+                        : sizeof(T) <= 4      ? (wide ? kWideTop32 : kSpreadTop32)
+                                              : (wide ? kWideTop64 : kSpreadTop64);
+        const int e = static_cast<int>(rng.bits(i, 0) % static_cast<std::uint64_t>(2 * top + 1)) - top;
         return from_double<T>(sign * std::ldexp(1.0 + rng.unit(i, 1), e));
       } else {
-        const auto k = static_cast<int>(rng.bits(i, 0) % (8 * sizeof(T) - 1));
+        const std::uint64_t bits = wide ? 8 * sizeof(T) - 1 : 4 * sizeof(T);
+        const auto k = static_cast<int>(rng.bits(i, 0) % bits);
         return static_cast<T>(static_cast<std::int64_t>(sign) * (std::int64_t{1} << k));
       }
     }

@@ -51,6 +51,10 @@ XR_API std::uint64_t host_memory_bytes();
 //   wide           magnitudes spread evenly over the exponents of the range, random signs:
 //                  f64 from 1e-300 to 1e300, f32 from 1e-29 to 1e29 (the dynamic range that
 //                  exact sums find hardest); integers +-2^k, k evenly over the type's bits
+//   spread         as wide over fewer binades, between ordinary data and wide: f64 from 1e-30
+//                  to 1e30 (2^-100 to 2^100), f32 and bf16 from 4e-15 to 3e14 (2^-48 to 2^48),
+//                  f16 from 2^-7 to 2^8; integers +-2^k, k over the lower half of the bits.
+//                  New rows go last: the enumerators' values are part of the ABI.
 #define XR_DISTS(X)                    \
   X(Uniform, "uniform")                \
   X(Normal, "normal")                  \
@@ -58,7 +62,8 @@ XR_API std::uint64_t host_memory_bytes();
   X(Cancel, "cancel")                  \
   X(ExactProduct, "exact_product")     \
   X(Special, "special")                \
-  X(Wide, "wide")
+  X(Wide, "wide")                      \
+  X(Spread, "spread")
 
 #define XR_ENUMERATOR(e, ...) e,
 enum class Dist : std::uint8_t { XR_DISTS(XR_ENUMERATOR) };
