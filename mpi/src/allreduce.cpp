@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "errors.hpp"
@@ -26,6 +27,12 @@ using detail::check;
 // Elements a round moves: bounds the buffers (ranks x a slice) and keeps MPI's int counts of
 // bytes in range.
 constexpr std::uint64_t kRoundElements = std::uint64_t{1} << 22;
+
+std::size_t rank_count(MPI_Comm comm) {
+  int size = 1;
+  check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  return static_cast<std::size_t>(size);
+}
 
 // What this rank asks for, in two words that every rank must share.
 struct Request {
@@ -161,48 +168,55 @@ void reduce_slice(const T* gathered, void* out, std::size_t length, std::size_t 
   });
 }
 
-}  // namespace
-
-void allreduce(MPI_Comm comm, const void* send, void* recv, std::uint64_t count, DType type, Op op,
-               const RunOptions& options) {
-  int rank = 0, size = 1;
-  check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  const bool exact = options.exact && exact_applies(op, type);
-  std::exception_ptr bad;
-  try {
-    if (is_pair(op))
-      throw InvalidArgument("mpi: allreduce: " + std::string(to_string(op)) +
-                            " is not element-wise (its result is two values); allreduce takes the folds and the "
-                            "mapped ops");
-    if (count > 0 && (send == nullptr || recv == nullptr))
-      throw InvalidArgument("mpi: allreduce: a null buffer for " + std::to_string(count) + " elements");
-    if (options.exact) {
-      try {
-        check_exact_request(op, type);
-      } catch (const InvalidArgument& e) {
-        throw InvalidArgument(std::string("mpi: allreduce: ") + e.what());
+// An element-wise pair op of the ranks' values: argmin and argmax give the extreme value and the
+// lowest rank holding it (NaN first, as one process), minmax the min and the max.
+template <class T>
+void reduce_pair_slice(const T* gathered, void* values, void* second, std::size_t length, std::size_t ranks, Op op) {
+  visit_pair(op, [&](auto fn) {
+    using Fn = decltype(fn);
+    using Record = pair_record_t<Fn::op, T>;
+    for (std::size_t i = 0; i < length; ++i) {
+      Record acc = Fn::template identity<T>();
+      for (std::size_t r = 0; r < ranks; ++r) {
+        const T x = gathered[r * length + i];
+        if constexpr (is_indexed(Fn::op)) acc = Fn::apply(acc, Record{x, static_cast<std::int64_t>(r)});
+        else acc = Fn::apply(acc, Record{x, x});
+      }
+      if constexpr (is_indexed(Fn::op)) {
+        static_cast<T*>(values)[i] = acc.value;
+        static_cast<std::int64_t*>(second)[i] = acc.index;
+      } else {
+        static_cast<T*>(values)[i] = acc.min;
+        static_cast<T*>(second)[i] = acc.max;
       }
     }
-    if (exact && type != DType::F32 && type != DType::F64)
-      throw InvalidArgument("mpi: allreduce: exact sums and means take f32 and f64, not " + std::string(to_string(type)));
-  } catch (...) {
-    bad = std::current_exception();
-  }
-  detail::raise_if_any(comm, bad);
-  agree_on(comm, {static_cast<std::int64_t>(count),
-                  static_cast<std::int64_t>(type) | static_cast<std::int64_t>(op) << 8 |
-                      static_cast<std::int64_t>(exact) << 16});
+  });
+}
 
-  const std::size_t elem = size_of(type), result = size_of(allreduce_dtype(op, type)), ranks = static_cast<std::size_t>(size);
+// An array the exchange writes: its element size, and where the results go.
+struct Output {
+  std::size_t size;
+  unsigned char* data;
+};
+
+// The exchange of every element-wise reduction: in rounds of kRoundElements, each rank gets every
+// rank's values of its slice (MPI_Alltoallv), reduce(gathered, own, slices) writes its results
+// into one slice a output, and every rank gathers every slice of each (MPI_Allgatherv).
+template <class Reduce>
+void exchange(MPI_Comm comm, const void* send, std::uint64_t count, std::size_t elem, std::span<const Output> outputs,
+              Reduce reduce) {
+  int rank = 0;
+  check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  const std::size_t ranks = rank_count(comm);
   const auto* in = static_cast<const unsigned char*>(send);
-  auto* out = static_cast<unsigned char*>(recv);
-  std::vector<unsigned char> gathered, mine;
+  std::vector<unsigned char> gathered;
+  std::vector<std::vector<unsigned char>> mine(outputs.size());
+  std::vector<void*> slices(outputs.size());
   std::vector<int> send_counts(ranks), send_displs(ranks), recv_counts(ranks), recv_displs(ranks);
   std::vector<int> result_counts(ranks), result_displs(ranks);
   // The rounds go from the last to the first: a result is never narrower than its element (i64
-  // counts, f64 means of integers), so in place, a round's results cover only its own elements and
-  // later ones, never the elements of a round still to come.
+  // counts and indices, f64 means of integers), so in place, a round's results cover only its own
+  // elements and later ones, never the elements of a round still to come.
   for (std::uint64_t rounds = (count + kRoundElements - 1) / kRoundElements; rounds-- > 0;) {
     const std::uint64_t first = rounds * kRoundElements;
     const std::uint64_t round = std::min(kRoundElements, count - first);
@@ -214,24 +228,108 @@ void allreduce(MPI_Comm comm, const void* send, void* recv, std::uint64_t count,
       send_displs[r] = static_cast<int>(lo(r) * elem);
       recv_counts[r] = static_cast<int>(own * elem);
       recv_displs[r] = static_cast<int>(r * own * elem);
-      result_counts[r] = static_cast<int>((lo(r + 1) - lo(r)) * result);
-      result_displs[r] = static_cast<int>(lo(r) * result);
     }
     gathered.resize(ranks * own * elem);
-    mine.resize(own * result);
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+      mine[k].resize(own * outputs[k].size);
+      slices[k] = mine[k].data();
+    }
     // Every rank's values of this rank's slice, rank by rank; read before any result is written,
-    // so recv may be send.
+    // so an output may be send.
     check(MPI_Alltoallv(in + first * elem, send_counts.data(), send_displs.data(), MPI_BYTE, gathered.data(),
                         recv_counts.data(), recv_displs.data(), MPI_BYTE, comm),
           "MPI_Alltoallv");
+    reduce(gathered.data(), own, slices.data());
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+      const std::size_t bytes = outputs[k].size;
+      for (std::size_t r = 0; r < ranks; ++r) {
+        result_counts[r] = static_cast<int>((lo(r + 1) - lo(r)) * bytes);
+        result_displs[r] = static_cast<int>(lo(r) * bytes);
+      }
+      check(MPI_Allgatherv(mine[k].data(), static_cast<int>(own * bytes), MPI_BYTE, outputs[k].data + first * bytes,
+                           result_counts.data(), result_displs.data(), MPI_BYTE, comm),
+            "MPI_Allgatherv");
+    }
+  }
+}
+
+// This rank's argument error, then every rank's: InvalidArgument on every rank where any rank has
+// one (`what` names the call), then the ranks' requests compared.
+template <class Check> void agree_to_run(MPI_Comm comm, const char* what, Check check_arguments, const Request& request) {
+  std::exception_ptr bad;
+  try {
+    try {
+      check_arguments();
+    } catch (const InvalidArgument& e) {
+      const std::string message = e.what();
+      if (message.starts_with("mpi: ")) throw;
+      throw InvalidArgument("mpi: " + std::string(what) + ": " + message);
+    }
+  } catch (...) {
+    bad = std::current_exception();
+  }
+  detail::raise_if_any(comm, bad);
+  agree_on(comm, request);
+}
+
+std::int64_t request_word(DType type, Op op, bool exact) {
+  return static_cast<std::int64_t>(type) | static_cast<std::int64_t>(op) << 8 | static_cast<std::int64_t>(exact) << 16;
+}
+
+}  // namespace
+
+void allreduce(MPI_Comm comm, const void* send, void* recv, std::uint64_t count, DType type, Op op,
+               const RunOptions& options) {
+  const bool exact = options.exact && exact_applies(op, type);
+  agree_to_run(
+      comm, "allreduce",
+      [&] {
+        if (is_pair(op))
+          throw InvalidArgument(std::string(to_string(op)) +
+                                " gives two values an element: allreduce_pair takes it; allreduce takes the folds and "
+                                "the mapped ops");
+        if (count > 0 && (send == nullptr || recv == nullptr))
+          throw InvalidArgument("a null buffer for " + std::to_string(count) + " elements");
+        if (options.exact) check_exact_request(op, type);
+        if (exact && type != DType::F32 && type != DType::F64)
+          throw InvalidArgument("exact sums and means take f32 and f64, not " + std::string(to_string(type)));
+      },
+      {static_cast<std::int64_t>(count), request_word(type, op, exact)});
+  const Output out[] = {{size_of(allreduce_dtype(op, type)), static_cast<unsigned char*>(recv)}};
+  const std::size_t ranks = rank_count(comm);
+  exchange(comm, send, count, size_of(type), out, [&](const unsigned char* gathered, std::size_t own, void** slices) {
     visit_dtype(type, [&](auto t) {
       using T = decltype(t);
-      reduce_slice(reinterpret_cast<const T*>(gathered.data()), mine.data(), own, ranks, op, exact);
+      reduce_slice(reinterpret_cast<const T*>(gathered), slices[0], own, ranks, op, exact);
     });
-    check(MPI_Allgatherv(mine.data(), static_cast<int>(own * result), MPI_BYTE, out + first * result,
-                         result_counts.data(), result_displs.data(), MPI_BYTE, comm),
-          "MPI_Allgatherv");
-  }
+  });
+}
+
+void allreduce_pair(MPI_Comm comm, const void* send, void* values, void* second, std::uint64_t count, DType type, Op op,
+                    const RunOptions& options) {
+  agree_to_run(
+      comm, "allreduce_pair",
+      [&] {
+        if (!is_pair(op))
+          throw InvalidArgument(std::string(to_string(op)) +
+                                " gives one value an element: allreduce takes it; allreduce_pair takes argmin, argmax "
+                                "and minmax");
+        if (count > 0 && (send == nullptr || values == nullptr || second == nullptr))
+          throw InvalidArgument("a null buffer for " + std::to_string(count) + " elements");
+        if (values != nullptr && values == second) throw InvalidArgument("values and second are one buffer");
+        if (options.exact) check_exact_request(op, type);
+      },
+      {static_cast<std::int64_t>(count), request_word(type, op, false)});
+  const std::size_t elem = size_of(type);
+  const Output out[] = {{elem, static_cast<unsigned char*>(values)},
+                        {is_indexed(op) ? sizeof(std::int64_t) : elem, static_cast<unsigned char*>(second)}};
+  const std::size_t ranks = rank_count(comm);
+  exchange(comm, send, count, elem, out, [&](const unsigned char* gathered, std::size_t own, void** slices) {
+    visit_dtype(type, [&](auto t) {
+      using T = decltype(t);
+      reduce_pair_slice(reinterpret_cast<const T*>(gathered), slices[0], slices[1], own, ranks, op);
+    });
+  });
 }
 
 }  // namespace xr::mpi

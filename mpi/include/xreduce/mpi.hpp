@@ -204,8 +204,8 @@ XR_API Reference reference_reduce(MPI_Comm comm, ChunkSource& local, Op op, Accu
 
 // The element-wise all-reduce of host buffers: recv[i] = op over the ranks' send[i], i < count, the
 // same on every rank; recv may be send (in place). send holds `count` elements of `type`, recv
-// `count` values of allreduce_dtype(op, type). Ops: the folds and the mapped ops (not the pair
-// ops). Each rank owns a slice of the elements, gets every rank's values of it (MPI_Alltoallv),
+// `count` values of allreduce_dtype(op, type). Ops: the folds and the mapped ops (the pair ops:
+// allreduce_pair). Each rank owns a slice of the elements, gets every rank's values of it (MPI_Alltoallv),
 // reduces them, and the slices' results go to every rank (MPI_Allgatherv): a ring all-reduce's
 // traffic. Plain results fold the ranks' values in rank order (f16 and bf16 in f32, rounded
 // once), so the result depends on no algorithm or topology of the MPI library, only on the order
@@ -220,6 +220,15 @@ XR_API Reference reference_reduce(MPI_Comm comm, ChunkSource& local, Op op, Accu
 // or exact mode, throw on every rank before any value moves).
 XR_API void allreduce(MPI_Comm comm, const void* send, void* recv, std::uint64_t count, DType type, Op op,
                       const RunOptions& options = {});
+
+// The element-wise argmin, argmax and minmax over the ranks: values[i] is the min (argmin,
+// minmax) or max (argmax) of the ranks' send[i], of `type`; second[i] is, for argmin and argmax,
+// the lowest rank whose send[i] it is (int64; NaN wins as in one process: the first rank's NaN),
+// for minmax the max (of `type`). values may be send (in place); second is another buffer. As
+// allreduce otherwise (the exchange, its agreement on count, type and op, its failures); exact
+// mode is refused, as in one process (the pair ops compare values and are exact).
+XR_API void allreduce_pair(MPI_Comm comm, const void* send, void* values, void* second, std::uint64_t count,
+                           DType type, Op op, const RunOptions& options = {});
 
 // The type of allreduce's results: the element type (as MPI_Allreduce), but i64 for
 // count_nonzero, any and all (counts and their tests), and f64 for the mean of integers.
