@@ -18,7 +18,8 @@ namespace xr::opencl::detail {
 namespace {
 
 constexpr int kRows = ExactSum::kLimbs + 1;  // 68 limbs, then the flags
-constexpr std::uint64_t kPerItemTile = 8;    // elements a work-item reads per tile
+// Elements a work-item reads per tile (kernels_cl/exact.cl: XR_PER_PACK * XR_PACKS).
+constexpr std::uint64_t per_item_tile(DType type) { return type == DType::F64 ? 16 : 8; }
 constexpr std::uint64_t kRunChunk = 16384;   // XR_RUNS: elements per chunk (XR_CHUNK)
 
 std::atomic<int> g_force_atomics{-1};
@@ -72,7 +73,7 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
                                               "the exact kernel");
   // Grid: the rung's grid-stride grid (or runs' grid) or the one asked for, never more groups
   // than tiles (chunks, for runs).
-  const std::uint64_t tiles = ceil_div(rq.n, std::uint64_t{local} * (variant.runs ? kRunChunk : kPerItemTile));
+  const std::uint64_t tiles = ceil_div(rq.n, std::uint64_t{local} * (variant.runs ? kRunChunk : per_item_tile(rq.type)));
   const std::uint64_t default_groups =
       variant.runs ? rung_grid(rung, caps, local)
                    : fixed_grid(caps, local) * (caps.is_gpu() ? policy::kExactGpuGridFactor : 1);
