@@ -74,9 +74,13 @@ Result exact_on_queue(const Request& rq, const Rung& rung, const DeviceCaps& cap
   // Grid: the rung's grid-stride grid (or runs' grid) or the one asked for, never more groups
   // than tiles (chunks, for runs).
   const std::uint64_t tiles = ceil_div(rq.n, std::uint64_t{local} * (variant.runs ? kRunChunk : per_item_tile(rq.type)));
-  const std::uint64_t default_groups =
-      variant.runs ? rung_grid(rung, caps, local)
-                   : fixed_grid(caps, local) * (caps.is_gpu() ? policy::kExactGpuGridFactor : 1);
+  // GPUs: halves of the groups the device holds at once, by type (policy.hpp); CPUs: one such grid.
+  const std::uint64_t halves = rq.type == DType::F64   ? policy::kExactGpuGridHalvesF64
+                               : rq.type == DType::F32 ? policy::kExactGpuGridHalvesF32
+                                                       : policy::kExactGpuGridHalvesF16;
+  const std::uint64_t default_groups = variant.runs    ? rung_grid(rung, caps, local)
+                                       : caps.is_gpu() ? std::max<std::uint64_t>(1, fixed_grid(caps, local) * halves / 2)
+                                                       : fixed_grid(caps, local);
   std::uint64_t groups = opt.grid_size ? opt.grid_size : default_groups;
   groups = std::clamp<std::uint64_t>(groups, 1, std::min(tiles, kExactMaxGroups));
   // Launches: each work-group reads at most kExactMaxPerGroup elements per launch.

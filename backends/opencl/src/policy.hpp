@@ -53,8 +53,14 @@ constexpr unsigned kRuntimeCoarsening = 16;
 constexpr std::size_t kExactWorkGroup = 64;
 // No figure of its own: the work-items of the exact column merge's work-groups.
 constexpr std::size_t kExactMergeWorkGroup = 256;
-// H100, exact 2^28: grids of 1056 and 4224 groups moved neither type ("Exact sums on NVIDIA's OpenCL").
-constexpr std::uint64_t kExactGpuGridFactor = 2;
+// The exact tile kernel's grid on GPUs, in halves of the work-groups the device holds at once:
+// H200, 2^28, exact over plain, f64 0.938-0.942x with 1 (0.857-0.860 with 4), f32 0.919-0.920x
+// with 2 (0.906-0.909 with 4), f16 and bf16 0.433 and 0.446 with 4 (0.422 and 0.444 with 2); f32
+// and f64 from 2^20 to 2^26 as fast or faster (2^22 f32 0.392 against 0.250, f64 0.371 against
+// 0.226). On the H100 the grid moved neither f32 nor f64 ("Exact sums on NVIDIA's OpenCL").
+constexpr std::uint64_t kExactGpuGridHalvesF64 = 1;
+constexpr std::uint64_t kExactGpuGridHalvesF32 = 2;
+constexpr std::uint64_t kExactGpuGridHalvesF16 = 4;  // f16 and bf16
 
 // H100 host: 64 MiB writes from mapped buffers at 53.8-54.3 GB/s, the link's rate ("OpenCL streaming on NVIDIA").
 constexpr std::uint64_t kChunkBytes = std::uint64_t{64} << 20;
