@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <cstring>
 
 #include "cli_common.hpp"
 #include "table.hpp"

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <cstdint>
 #include <cstring>
-#include <string>
+#include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "errors.hpp"
@@ -117,7 +117,7 @@ bool exact_in_double(const float* v, std::size_t ranks, std::size_t stride, doub
 // (of double) of s / n, so rounding q to float is right unless q is a midpoint between two
 // floats; there the sign of m n - s (its one rounding by fma keeps the sign) says which side of
 // the midpoint s / n lies, and an exact tie goes to the even float.
-float quotient_to_float(double s, std::uint64_t n) {
+float rounded_quotient(double s, std::uint64_t n) {
   const double q = s / static_cast<double>(n);
   const float f = static_cast<float>(q);
   if (!std::isfinite(q) || static_cast<double>(f) == q) return f;
@@ -136,7 +136,7 @@ template <class T> T exact_of(const T* v, std::size_t ranks, std::size_t stride,
   if constexpr (std::is_same_v<T, float>) {
     double s = 0;
     if (exact_in_double(v, ranks, stride, s))
-      return divide ? quotient_to_float(s, ranks) : static_cast<float>(s);
+      return divide ? rounded_quotient(s, ranks) : static_cast<float>(s);
   }
   sum.clear();
   for (std::size_t r = 0; r < ranks; ++r) sum.add(v[r * stride]);
@@ -261,9 +261,7 @@ template <class Check> void agree_to_run(MPI_Comm comm, const char* what, Check 
     try {
       check_arguments();
     } catch (const InvalidArgument& e) {
-      const std::string message = e.what();
-      if (message.starts_with("mpi: ")) throw;
-      throw InvalidArgument("mpi: " + std::string(what) + ": " + message);
+      throw InvalidArgument("mpi: " + std::string(what) + ": " + e.what());
     }
   } catch (...) {
     bad = std::current_exception();
